@@ -1,0 +1,128 @@
+// Package destination turns a destination URL (file:///lake, s3://bucket/prefix,
+// gs://bucket/prefix, azblob://container/prefix) into an objstore.Bucket rooted
+// at the URL's prefix. It is the one place that knows the URL schemes.
+package destination
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/file"
+	"github.com/highwater-dev/highwater/internal/objstore/mem"
+)
+
+// Destination is an opened lake root.
+type Destination struct {
+	objstore.Bucket
+	// base is the URL of the root, without query or credentials, used to
+	// print object URLs.
+	base string
+}
+
+// ObjectURL is the URL by which engines read the object at key.
+func (d *Destination) ObjectURL(key string) string {
+	return d.base + "/" + key
+}
+
+// String is the root URL, safe to print.
+func (d *Destination) String() string { return d.base }
+
+// Open parses raw and opens its backend. tenant replaces a {tenant}
+// placeholder, path-escaped. The prefix may not contain "." or ".." segments.
+func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
+	if strings.Contains(raw, "{tenant}") {
+		if tenant == "" {
+			return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", Redact(raw))
+		}
+		raw = strings.ReplaceAll(raw, "{tenant}", url.PathEscape(tenant))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("parse destination URL %q: %w", Redact(raw), stripURLError(err))
+	}
+	switch u.Scheme {
+	case "":
+		return nil, fmt.Errorf("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", Redact(raw))
+	case "file":
+		if u.Host != "" && u.Host != "localhost" {
+			return nil, fmt.Errorf("destination %q: a file URL takes an absolute path, as file:///path", Redact(raw))
+		}
+		if err := checkSegments(u.Path); err != nil {
+			return nil, err
+		}
+		b, err := file.New(u.Path)
+		if err != nil {
+			return nil, fmt.Errorf("open destination: %w", err)
+		}
+		return &Destination{Bucket: b, base: "file://" + path.Clean(u.Path)}, nil
+	case "mem":
+		// For tests: a fresh, empty in-memory lake.
+		return &Destination{Bucket: mem.New(), base: "mem://" + u.Host + u.Path}, nil
+	}
+	opener, ok := cloudOpeners[u.Scheme]
+	if !ok {
+		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs or azblob", Redact(raw), u.Scheme)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if err := checkSegments(prefix); err != nil {
+		return nil, err
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("destination %q names no bucket", Redact(raw))
+	}
+	b, err := opener(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("open destination %s: %w", Redact(raw), err)
+	}
+	base := u.Scheme + "://" + u.Host
+	if prefix != "" {
+		base += "/" + prefix
+	}
+	return &Destination{Bucket: objstore.WithPrefix(b, prefix), base: base}, nil
+}
+
+// cloudOpeners maps the object-store schemes to their backends. It is
+// read-only after initialisation.
+var cloudOpeners = map[string]func(context.Context, *url.URL) (objstore.Bucket, error){}
+
+func checkSegments(p string) error {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return fmt.Errorf("destination path %q may not contain %q segments", p, seg)
+		}
+	}
+	return nil
+}
+
+// Redact removes credentials (user info and secret-looking query values)
+// from a URL so that it can be printed.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<unparseable URL>"
+	}
+	if u.User != nil {
+		u.User = url.User("REDACTED")
+	}
+	q := u.Query()
+	for k := range q {
+		lk := strings.ToLower(k)
+		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") ||
+			strings.Contains(lk, "password") || strings.Contains(lk, "sig") {
+			q.Set(k, "REDACTED")
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func stripURLError(err error) error {
+	if ue, ok := err.(*url.Error); ok {
+		return ue.Err
+	}
+	return err
+}

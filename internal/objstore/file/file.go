@@ -1,0 +1,257 @@
+// Package file is the local-disk backend of objstore, and highwater's
+// default destination (file:///path).
+//
+// An object is written to a temporary file in its final directory, synced,
+// and only then given its name, so a reader never sees half an object.
+// Create-if-absent uses link(2), which fails when the name exists; the
+// directory is synced after every new name so that a commit survives a power
+// loss.
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+)
+
+// tempPrefix names files that are not objects yet. List never shows them.
+const tempPrefix = ".hw-tmp-"
+
+// Bucket stores objects as files below a root directory.
+type Bucket struct {
+	root string
+}
+
+var _ objstore.Bucket = (*Bucket)(nil)
+
+// New returns a bucket rooted at dir, creating dir if needed.
+func New(dir string) (*Bucket, error) {
+	if dir == "" {
+		return nil, fmt.Errorf("file destination: empty path: %w", objstore.ErrPermanent)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("file destination %q: %w", dir, err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("create directory %s: %w", abs, classify(err))
+	}
+	return &Bucket{root: abs}, nil
+}
+
+func (b *Bucket) path(key string) (string, error) {
+	if err := objstore.ValidateKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(b.root, filepath.FromSlash(key)), nil
+}
+
+// Put writes r to a temporary file, syncs it, then names it.
+func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore.PutOptions) (err error) {
+	dst, err := b.path(key)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(dst)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("put %s: %w", key, classify(err))
+	}
+	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("put %s: %w", key, classify(err))
+	}
+	defer func() {
+		// The temporary name goes in every case: after link it is a second
+		// name of the object, after a failure it is garbage.
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	if _, err := io.Copy(tmp, ctxReader{ctx, r}); err != nil {
+		return fmt.Errorf("put %s: %w", key, classify(err))
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("put %s: sync: %w", key, classify(err))
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("put %s: %w", key, classify(err))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("put %s: %w", key, err)
+	}
+	if opts.IfNotExist {
+		if err := os.Link(tmp.Name(), dst); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("put %s: %w", key, objstore.ErrExist)
+			}
+			return fmt.Errorf("put %s: %w", key, classify(err))
+		}
+	} else if err := os.Rename(tmp.Name(), dst); err != nil {
+		return fmt.Errorf("put %s: %w", key, classify(err))
+	}
+	if err := syncDir(dir); err != nil {
+		return fmt.Errorf("put %s: sync directory: %w", key, classify(err))
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Get opens the file for reading.
+func (b *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	return b.GetRange(ctx, key, 0, -1)
+}
+
+// GetRange opens the file at offset, limited to length bytes.
+func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, classify(err))
+	}
+	if offset > 0 {
+		if _, err := f.Seek(offset, io.SeekStart); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("get %s: %w", key, err)
+		}
+	}
+	if length < 0 {
+		return f, nil
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(f, length), f}, nil
+}
+
+// Stat returns the file's size and modification time.
+func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return objstore.Attrs{}, err
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return objstore.Attrs{}, fmt.Errorf("stat %s: %w", key, classify(err))
+	}
+	if fi.IsDir() {
+		return objstore.Attrs{}, fmt.Errorf("stat %s: is a directory: %w", key, objstore.ErrNotExist)
+	}
+	return objstore.Attrs{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+}
+
+// List walks the directory that holds prefix and reports matching files in
+// key order. Key order is not walk order ("a.b" sorts before "a/b"), so the
+// keys are sorted before fn sees them.
+func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	start := b.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
+	}
+	var found []objstore.Attrs
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), tempPrefix) {
+			return nil
+		}
+		rel, err := filepath.Rel(b.root, p)
+		if err != nil {
+			return err
+		}
+		key := filepath.ToSlash(rel)
+		if !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // deleted while we walked
+			}
+			return err
+		}
+		found = append(found, objstore.Attrs{Key: key, Size: fi.Size(), ModTime: fi.ModTime()})
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("list %s: %w", prefix, classify(err))
+	}
+	sort.Slice(found, func(i, j int) bool { return found[i].Key < found[j].Key })
+	for _, a := range found {
+		if err := fn(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delete removes the file and the directories it leaves empty.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	p, err := b.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", key, classify(err))
+	}
+	for dir := path.Dir(key); dir != "." && dir != "/"; dir = path.Dir(dir) {
+		if os.Remove(filepath.Join(b.root, filepath.FromSlash(dir))) != nil {
+			break // not empty, or gone: either way stop climbing
+		}
+	}
+	return nil
+}
+
+// Close does nothing: a directory holds no resources.
+func (b *Bucket) Close() error { return nil }
+
+func classify(err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
+	}
+	return err
+}
+
+// ctxReader stops a long copy when the context is cancelled.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,186 @@
+// Package pgtest gives tests a real PostgreSQL: the server named by
+// HIGHWATER_TEST_DATABASE_URL, or else a throwaway cluster started from the
+// Debian server binaries (shared between the tests of one package through
+// TestMain). Every test gets a database of its own.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnvURL names an existing server to use instead of a throwaway cluster.
+const EnvURL = "HIGHWATER_TEST_DATABASE_URL"
+
+// Server is a PostgreSQL server reachable by superuser.
+type Server struct {
+	// URL connects to the server's maintenance database as a superuser.
+	URL   string
+	dir   string // set when we started the cluster and must stop it
+	bin   string
+	runAs string
+}
+
+// Start returns the server of EnvURL, or starts a throwaway cluster.
+func Start() (*Server, error) {
+	if u := os.Getenv(EnvURL); u != "" {
+		return &Server{URL: u}, nil
+	}
+	bin, err := findBin()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "highwater-pg-*")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, bin: bin}
+	if os.Geteuid() == 0 {
+		// initdb refuses to run as root.
+		s.runAs = "postgres"
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root needs a postgres user: %w", err)
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := s.run(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
+		"-E", "UTF8", "--locale=C.UTF-8", "--no-sync"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c max_prepared_transactions=10", port, dir)
+	if out, err := s.run(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_ctl start: %w\n%s", err, out)
+	}
+	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return s, nil
+}
+
+func (s *Server) run(name string, args ...string) ([]byte, error) {
+	if s.runAs != "" {
+		args = append([]string{"-u", s.runAs, "--", name}, args...)
+		name = "runuser"
+	}
+	return exec.Command(name, args...).CombinedOutput()
+}
+
+// Stop stops a cluster that Start began, and removes its files.
+func (s *Server) Stop() {
+	if s.dir == "" {
+		return
+	}
+	s.run(filepath.Join(s.bin, "pg_ctl"), "-D", filepath.Join(s.dir, "data"), "-m", "immediate", "-w", "stop")
+	os.RemoveAll(s.dir)
+}
+
+// Restart stops and starts a cluster that Start began (for tests of a
+// source that goes away mid-run).
+func (s *Server) Restart() error {
+	if s.dir == "" {
+		return fmt.Errorf("restart: not a throwaway cluster")
+	}
+	out, err := s.run(filepath.Join(s.bin, "pg_ctl"), "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "restart")
+	if err != nil {
+		return fmt.Errorf("pg_ctl restart: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// NewDatabase creates an empty database for one test and returns its URL.
+// It is dropped when the test ends.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var b [6]byte
+	rand.Read(b[:])
+	name := "t_" + hex.EncodeToString(b[:])
+	conn, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		t.Fatalf("connect to test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, s.URL)
+		if err != nil {
+			return
+		}
+		defer conn.Close(ctx)
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	})
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	return u.String()
+}
+
+// Exec runs SQL statements against a database URL, failing the test on error.
+func Exec(t testing.TB, dbURL string, sql ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer conn.Close(ctx)
+	for _, q := range sql {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("exec %q: %v", strings.TrimSpace(q), err)
+		}
+	}
+}
+
+func findBin() (string, error) {
+	if p, err := exec.LookPath("pg_ctl"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(real), nil
+		}
+	}
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
+	if len(matches) == 0 {
+		return "", fmt.Errorf("no PostgreSQL server binaries found: apt-get install postgresql, or set %s", EnvURL)
+	}
+	return filepath.Dir(matches[len(matches)-1]), nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
