@@ -43,12 +43,12 @@ type Options struct {
 // schema history and used by the DDL of each engine.
 type Field struct {
 	Name       string `json:"name"`
-	SourceType string `json:"source_type"`          // PostgreSQL type, e.g. "numeric(12,2)"
-	Physical   string `json:"physical"`             // Parquet physical type, e.g. "INT64"
-	Logical    string `json:"logical,omitempty"`    // Parquet logical type, e.g. "TIMESTAMP(MICROS,true)"
-	Repeated   bool   `json:"repeated,omitempty"`   // a 3-level LIST of the element type
-	Precision  int    `json:"precision,omitempty"`  // decimals
-	Scale      int    `json:"scale,omitempty"`      // decimals
+	SourceType string `json:"source_type"`         // PostgreSQL type, e.g. "numeric(12,2)"
+	Physical   string `json:"physical"`            // Parquet physical type, e.g. "INT64"
+	Logical    string `json:"logical,omitempty"`   // Parquet logical type, e.g. "TIMESTAMP(MICROS,true)"
+	Repeated   bool   `json:"repeated,omitempty"`  // a 3-level LIST of the element type
+	Precision  int    `json:"precision,omitempty"` // decimals
+	Scale      int    `json:"scale,omitempty"`     // decimals
 	Nullable   bool   `json:"nullable"`
 }
 
