@@ -1,0 +1,244 @@
+// Package retry is an objstore.Bucket decorator that retries transient
+// failures, so that no backend carries its own retry loop and every backend
+// fails over the same way.
+//
+// What is retried: errors that a backend marked with ErrTransient (HTTP 5xx,
+// 408, 429, throttling codes), connection resets and refusals, broken pipes,
+// network timeouts and io.ErrUnexpectedEOF. Everything else is returned at
+// once; in particular objstore.ErrPermanent, objstore.ErrNotExist and
+// objstore.ErrExist are never retried, and a cancelled or expired context
+// stops the loop immediately, also in the middle of a back-off.
+//
+// Put is retried only when its body is an io.Seeker: the body is rewound to
+// where it started before each attempt. A plain stream is sent once; the
+// cloud SDKs below already retry single parts/blocks/chunks of a multipart
+// upload from their own buffers, which is where a long upload's transient
+// failures happen.
+//
+// # Ambiguous create-if-absent
+//
+// A Put with IfNotExist whose first attempt reached the store but whose answer
+// was lost (timeout, reset) is retried, and the retry then fails with
+// objstore.ErrExist although the object there is our own. The SDKs' internal
+// retries produce the same outcome (a 412 or 409 after a retried request).
+// This decorator does not try to tell the two cases apart: it returns that
+// ErrExist as it is. The caller (the manifest layer) settles it by reading the
+// object back and comparing it with what it wrote, e.g. by the commit id
+// inside; only the caller knows what "ours" means.
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"syscall"
+	"time"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+)
+
+// ErrTransient marks an error that a backend knows to be worth retrying, such
+// as a 503 or a throttling answer. Backends wrap it next to the provider's
+// error: fmt.Errorf("%w: %w", retry.ErrTransient, err).
+var ErrTransient = errors.New("transient storage error")
+
+// errStopped ends a List whose callback failed; it is never transient.
+var errStopped = errors.New("listing stopped by its callback")
+
+// Policy says how often and how patiently to retry.
+type Policy struct {
+	// MaxAttempts counts the first attempt too; 1 disables retries.
+	MaxAttempts int
+	// InitialDelay is the upper bound of the first back-off; each further
+	// back-off doubles it, up to MaxDelay. The actual wait is drawn
+	// uniformly from [0, bound) ("full jitter"), so that many writers that
+	// failed together do not come back together.
+	InitialDelay time.Duration
+	MaxDelay     time.Duration
+}
+
+// DefaultPolicy is used by the destinations. Five attempts with these delays
+// span up to about 15 s, which rides out a store's brief unavailability
+// without hiding an outage for long.
+func DefaultPolicy() Policy {
+	return Policy{MaxAttempts: 5, InitialDelay: 500 * time.Millisecond, MaxDelay: 8 * time.Second}
+}
+
+// Bucket is the retrying decorator.
+type Bucket struct {
+	b      objstore.Bucket
+	policy Policy
+}
+
+var _ objstore.Bucket = (*Bucket)(nil)
+
+// New wraps b. Zero fields of policy take DefaultPolicy's values.
+func New(b objstore.Bucket, policy Policy) *Bucket {
+	def := DefaultPolicy()
+	if policy.MaxAttempts <= 0 {
+		policy.MaxAttempts = def.MaxAttempts
+	}
+	if policy.InitialDelay <= 0 {
+		policy.InitialDelay = def.InitialDelay
+	}
+	if policy.MaxDelay <= 0 {
+		policy.MaxDelay = def.MaxDelay
+	}
+	return &Bucket{b: b, policy: policy}
+}
+
+// Unwrap returns the decorated bucket.
+func (r *Bucket) Unwrap() objstore.Bucket { return r.b }
+
+// IsTransient reports whether err is worth another attempt.
+func IsTransient(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		// Also when the SDK's own per-try timeout fired, that shows up as a
+		// net timeout below; a context error here is the caller's.
+		return false
+	}
+	if errors.Is(err, objstore.ErrPermanent) || errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrExist) {
+		return false
+	}
+	if errors.Is(err, ErrTransient) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return true
+	}
+	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNABORTED) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return true
+	}
+	return false
+}
+
+// do runs op until it succeeds, fails for good, or the attempts run out.
+// before, when set, runs ahead of every attempt after the first and may veto
+// the retry by returning an error.
+func (r *Bucket) do(ctx context.Context, before func() error, op func() error) error {
+	bound := r.policy.InitialDelay
+	for attempt := 1; ; attempt++ {
+		err := op()
+		if err == nil || !IsTransient(err) || attempt >= r.policy.MaxAttempts {
+			if err != nil && attempt > 1 {
+				return fmt.Errorf("after %d attempts: %w", attempt, err)
+			}
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		t := time.NewTimer(rand.N(bound) + 1)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (retry abandoned: %w)", err, context.Cause(ctx))
+		case <-t.C:
+		}
+		bound = min(2*bound, r.policy.MaxDelay)
+		if before != nil {
+			if berr := before(); berr != nil {
+				return fmt.Errorf("%w (cannot retry: %w)", err, berr)
+			}
+		}
+	}
+}
+
+// Put retries only a seekable body, rewound to its starting offset before
+// each attempt. See the package comment for create-if-absent.
+func (r *Bucket) Put(ctx context.Context, key string, body io.Reader, opts objstore.PutOptions) error {
+	seeker, ok := body.(io.Seeker)
+	if !ok {
+		return r.b.Put(ctx, key, body, opts)
+	}
+	start, err := seeker.Seek(0, io.SeekCurrent)
+	if err != nil {
+		// A Seeker that cannot tell its position (a pipe behind *os.File)
+		// is a stream: send it once.
+		return r.b.Put(ctx, key, body, opts)
+	}
+	rewind := func() error {
+		_, err := seeker.Seek(start, io.SeekStart)
+		return err
+	}
+	return r.do(ctx, rewind, func() error { return r.b.Put(ctx, key, body, opts) })
+}
+
+// Get retries opening the object; a failure while reading it is the
+// caller's to handle.
+func (r *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	var rc io.ReadCloser
+	err := r.do(ctx, nil, func() (err error) {
+		rc, err = r.b.Get(ctx, key)
+		return err
+	})
+	return rc, err
+}
+
+// GetRange retries opening the range.
+func (r *Bucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
+	var rc io.ReadCloser
+	err := r.do(ctx, nil, func() (err error) {
+		rc, err = r.b.GetRange(ctx, key, offset, length)
+		return err
+	})
+	return rc, err
+}
+
+// Stat retries.
+func (r *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
+	var a objstore.Attrs
+	err := r.do(ctx, nil, func() (err error) {
+		a, err = r.b.Stat(ctx, key)
+		return err
+	})
+	return a, err
+}
+
+// List retries a listing that failed part-way and resumes after the last
+// key already given to fn, so fn never sees a key twice. An error returned
+// by fn is never retried.
+func (r *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	var last string
+	delivered := false
+	var fnErr error
+	err := r.do(ctx, nil, func() error {
+		err := r.b.List(ctx, prefix, func(a objstore.Attrs) error {
+			if delivered && a.Key <= last {
+				return nil
+			}
+			if err := fn(a); err != nil {
+				fnErr = err
+				return err
+			}
+			last, delivered = a.Key, true
+			return nil
+		})
+		if fnErr != nil {
+			// fn's error may look transient (it may do I/O of its own);
+			// it is still not ours to retry.
+			return errStopped
+		}
+		return err
+	})
+	if fnErr != nil {
+		return fnErr
+	}
+	return err
+}
+
+// Delete retries; deleting is idempotent.
+func (r *Bucket) Delete(ctx context.Context, key string) error {
+	return r.do(ctx, nil, func() error { return r.b.Delete(ctx, key) })
+}
+
+// Close closes the decorated bucket.
+func (r *Bucket) Close() error { return r.b.Close() }
