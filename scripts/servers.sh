@@ -105,7 +105,8 @@ start() {
 		# shellcheck disable=SC1090
 		. "$ENV_FILE"
 		if wait_status versitygw "$HIGHWATER_TEST_S3_ENDPOINT/" 403 &&
-			wait_status fake-gcs-server "http://$HIGHWATER_TEST_GCS_ENDPOINT/storage/v1/b" 200; then
+			wait_status fake-gcs-server "http://$HIGHWATER_TEST_GCS_ENDPOINT/storage/v1/b" 200 &&
+			wait_status azurite "$(sed -n 's/.*BlobEndpoint=\([^;]*\);.*/\1/p' "$ENV_FILE")?comp=list" 403; then
 			log "already running; env in $ENV_FILE"
 			return 0
 		fi
@@ -132,14 +133,18 @@ start() {
 	echo "fake-gcs-server $!" >>"$PID_FILE"
 
 	azport=$(free_port 10000)
-	"$CACHE/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$azport" \
-		--inMemoryPersistence --silent --disableTelemetry --skipApiVersionCheck \
-		--location "$RUN_DIR/azurite" >"$RUN_DIR/azurite.log" 2>&1 &
+	# Run from RUN_DIR: whatever Azurite writes to its working directory
+	# lands there, not in the clone. exec keeps the pid that $! reports.
+	(cd "$RUN_DIR" && exec "$CACHE/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$azport" \
+		--inMemoryPersistence --silent --disableTelemetry --skipApiVersionCheck) >"$RUN_DIR/azurite.log" 2>&1 &
 	echo "azurite $!" >>"$PID_FILE"
 
-	wait_status versitygw "http://127.0.0.1:$s3port/" 403
-	wait_status fake-gcs-server "http://127.0.0.1:$gcsport/storage/v1/b" 200
-	wait_status azurite "http://127.0.0.1:$azport/devstoreaccount1?comp=list" 403
+	if ! wait_status versitygw "http://127.0.0.1:$s3port/" 403 ||
+		! wait_status fake-gcs-server "http://127.0.0.1:$gcsport/storage/v1/b" 200 ||
+		! wait_status azurite "http://127.0.0.1:$azport/devstoreaccount1?comp=list" 403; then
+		stop_quiet
+		exit 1
+	fi
 
 	cat >"$ENV_FILE" <<EOF
 # Written by scripts/servers.sh start. Source it before go test.

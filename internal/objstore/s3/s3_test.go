@@ -1,0 +1,138 @@
+package s3_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
+	"github.com/highwater-dev/highwater/internal/objstore/retry"
+	"github.com/highwater-dev/highwater/internal/objstore/s3"
+)
+
+// endpoint returns the versitygw endpoint that scripts/servers.sh started,
+// and points the SDK's own variable at it for this test only.
+func endpoint(t *testing.T) string {
+	ep := os.Getenv("HIGHWATER_TEST_S3_ENDPOINT")
+	if ep == "" {
+		t.Skip("HIGHWATER_TEST_S3_ENDPOINT is not set: run scripts/servers.sh start and source its env file")
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", ep)
+	return ep
+}
+
+// newBucket creates a fresh bucket on the test server and removes it after.
+func newBucket(t *testing.T) *s3.Bucket {
+	endpoint(t)
+	var buf [6]byte
+	rand.Read(buf[:])
+	name := "hw-test-" + hex.EncodeToString(buf[:])
+	b, err := s3.New(t.Context(), name, s3.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := b.Client()
+	if _, err := c.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
+		t.Fatalf("create bucket %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		var keys []string
+		_ = b.List(ctx, "", func(a objstore.Attrs) error { keys = append(keys, a.Key); return nil })
+		for _, k := range keys {
+			_ = b.Delete(ctx, k)
+		}
+		if _, err := c.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
+			t.Logf("delete bucket %s: %v", name, err)
+		}
+	})
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return newBucket(t) })
+}
+
+// Through the retry decorator, as the destinations use it.
+func TestConformanceRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return retry.New(newBucket(t), retry.Policy{}) })
+}
+
+// A cancelled multipart upload must not leave parts behind.
+func TestCancelAbortsMultipart(t *testing.T) {
+	b := newBucket(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &slowReader{left: 40 << 20, cancelAt: 20 << 20, cancel: cancel}
+	if err := b.Put(ctx, "k", r, objstore.PutOptions{}); err == nil {
+		t.Fatal("cancelled put succeeded")
+	}
+	out, err := b.Client().ListMultipartUploads(t.Context(), &awss3.ListMultipartUploadsInput{Bucket: aws.String(b.Name())})
+	if err != nil {
+		t.Fatalf("list multipart uploads: %v", err)
+	}
+	if len(out.Uploads) != 0 {
+		t.Fatalf("%d multipart uploads left behind", len(out.Uploads))
+	}
+}
+
+type slowReader struct {
+	left, cancelAt int64
+	cancel         context.CancelFunc
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.left <= 0 {
+		return 0, errors.New("unexpected end")
+	}
+	n := min(int64(len(p)), r.left)
+	clear(p[:n])
+	r.left -= n
+	r.cancelAt -= n
+	if r.cancelAt <= 0 && r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+	return int(n), nil
+}
+
+func TestErrors(t *testing.T) {
+	ep := endpoint(t)
+	ctx := t.Context()
+	b, err := s3.New(ctx, "hw-no-such-bucket", s3.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Check(ctx, "")
+	if !errors.Is(err, objstore.ErrPermanent) || !strings.Contains(err.Error(), `"hw-no-such-bucket" does not exist`) {
+		t.Errorf("missing bucket: %v", err)
+	}
+	good := newBucket(t)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-value")
+	bad, err := s3.New(ctx, good.Name(), s3.Options{Endpoint: ep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Check(ctx, "")
+	if !errors.Is(err, objstore.ErrPermanent) || !strings.Contains(err.Error(), "AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("wrong secret: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "wrong-secret-value") {
+		t.Errorf("the secret leaked into the error: %v", err)
+	}
+	if _, err := s3.New(ctx, "x", s3.Options{SSE: "rot13"}); !errors.Is(err, objstore.ErrPermanent) {
+		t.Errorf("unknown SSE: %v", err)
+	}
+}
