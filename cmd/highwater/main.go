@@ -1,0 +1,129 @@
+// Command highwater copies PostgreSQL tables into data lakes as
+// append-only Parquet files, incrementally, with durable manifests.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+const usage = `highwater copies PostgreSQL tables into data lakes as Parquet, incrementally.
+
+Usage:
+  highwater export  --source URL --table SCHEMA.TABLE --primary-key COL[,COL] --modified-at COL --dest URL [flags]
+  highwater export  --config FILE [--model NAME]
+  highwater status  --dest URL [--model NAME] [--json]
+  highwater files   --dest URL --model NAME
+
+Run 'highwater COMMAND -h' for the flags of a command.
+`
+
+// errUsage marks errors in the command line, which exit with 2.
+var errUsage = errors.New("usage")
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return 2
+		}
+		return 0
+	}
+	env := &environment{stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	env.logger = newLogger(stderr)
+	cmds := map[string]func(context.Context, *environment, []string) error{
+		"export": cmdExport,
+		"status": cmdStatus,
+		"files":  cmdFiles,
+	}
+	cmd, ok := cmds[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "highwater: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	err := cmd(ctx, env, args[1:])
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		fmt.Fprintf(stderr, "highwater %s: %s\n", args[0], strings.TrimPrefix(err.Error(), "usage: "))
+		return 2
+	default:
+		fmt.Fprintf(stderr, "highwater %s: %s\n", args[0], oneLine(err.Error()))
+		return 1
+	}
+}
+
+// oneLine keeps an error to one line, as scripts read the last line of
+// stderr.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// environment is what a subcommand may touch of the process.
+type environment struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	logger         *slog.Logger
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	if os.Getenv("HIGHWATER_LOG") == "debug" {
+		level = slog.LevelDebug
+	}
+	if f, ok := w.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+		}
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// failpoint returns the hook that HIGHWATER_FAILPOINT=name[:n] arms: the
+// process kills itself at the n-th time (default 1) it reaches name, so
+// tests can crash it at every point of a run.
+func (e *environment) failpoint() func(string) {
+	spec := e.getenv("HIGHWATER_FAILPOINT")
+	if spec == "" {
+		return nil
+	}
+	name, nth, _ := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(nth)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	seen := 0
+	return func(point string) {
+		if point != name {
+			return
+		}
+		if seen++; seen == n {
+			fmt.Fprintf(e.stderr, "highwater: failpoint %s reached, killing the process\n", point)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+	}
+}
+
+func usageErr(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
+}

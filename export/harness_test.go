@@ -1,0 +1,214 @@
+package export_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2"
+	"github.com/highwater-dev/highwater/export"
+	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/internal/pgtest"
+	"github.com/highwater-dev/highwater/manifest"
+)
+
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) {
+	srv, err := pgtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
+		os.Exit(1)
+	}
+	pg = srv
+	code := m.Run()
+	srv.Stop()
+	os.Exit(code)
+}
+
+// lake is one test's source database and local destination.
+type lake struct {
+	t     *testing.T
+	db    string // source URL
+	dir   string // destination directory
+	model string
+}
+
+func newLake(t *testing.T, setup ...string) *lake {
+	t.Helper()
+	l := &lake{t: t, db: pg.NewDatabase(t), dir: t.TempDir(), model: "items"}
+	pgtest.Exec(t, l.db, setup...)
+	return l
+}
+
+func (l *lake) destURL() string { return "file://" + l.dir }
+
+func (l *lake) exec(sql ...string) {
+	l.t.Helper()
+	pgtest.Exec(l.t, l.db, sql...)
+}
+
+// options are the usual ones for the table "items" (id, updated_at).
+func (l *lake) options() export.Options {
+	return export.Options{
+		Model:    l.model,
+		Source:   pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"},
+		Lookback: 0,
+	}
+}
+
+func (l *lake) export(opts export.Options) (*export.Result, error) {
+	l.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	src, err := pgsource.Connect(ctx, l.db)
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close(ctx)
+	d, err := destination.Open(ctx, l.destURL(), "")
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return export.Run(ctx, src, d, opts)
+}
+
+func (l *lake) mustExport(opts export.Options) *export.Result {
+	l.t.Helper()
+	res, err := l.export(opts)
+	if err != nil {
+		l.t.Fatalf("export: %v", err)
+	}
+	return res
+}
+
+func (l *lake) state() *manifest.State {
+	l.t.Helper()
+	d, err := destination.Open(context.Background(), l.destURL(), "")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	st, err := manifest.NewLog(d, l.model).ReadState(context.Background())
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	return st
+}
+
+// committedPaths lists the local paths of the committed files.
+func (l *lake) committedPaths() []string {
+	var paths []string
+	for _, f := range l.state().Files {
+		paths = append(paths, filepath.Join(l.dir, l.model, filepath.FromSlash(f.Key)))
+	}
+	return paths
+}
+
+// query runs SQL in DuckDB over the committed files, exposed as the view
+// lake, and returns the rows as strings.
+func (l *lake) query(q string) [][]string {
+	l.t.Helper()
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer db.Close()
+	paths := l.committedPaths()
+	if len(paths) == 0 {
+		l.t.Fatalf("no committed files")
+	}
+	quoted := make([]string, len(paths))
+	for i, p := range paths {
+		quoted[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
+	}
+	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
+		l.t.Fatal(err)
+	}
+	if _, err := db.Exec(fmt.Sprintf("CREATE VIEW lake AS SELECT * FROM read_parquet([%s], union_by_name = true)", strings.Join(quoted, ","))); err != nil {
+		l.t.Fatal(err)
+	}
+	rows, err := db.Query(q)
+	if err != nil {
+		l.t.Fatalf("duckdb %q: %v", q, err)
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out [][]string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			l.t.Fatal(err)
+		}
+		rec := make([]string, len(cols))
+		for i, v := range vals {
+			switch x := v.(type) {
+			case nil:
+				rec[i] = "NULL"
+			case time.Time:
+				rec[i] = x.UTC().Format("2006-01-02 15:04:05.999999")
+			default:
+				rec[i] = fmt.Sprint(x)
+			}
+		}
+		out = append(out, rec)
+	}
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+// pgQuery returns rows of a source query as strings.
+func (l *lake) pgQuery(q string) [][]string {
+	l.t.Helper()
+	ctx := context.Background()
+	src, err := pgsource.Connect(ctx, l.db)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer src.Close(ctx)
+	rows, err := src.Conn().Query(ctx, q)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out [][]string
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			l.t.Fatal(err)
+		}
+		rec := make([]string, len(vals))
+		for i, v := range vals {
+			switch x := v.(type) {
+			case nil:
+				rec[i] = "NULL"
+			case time.Time:
+				rec[i] = x.UTC().Format("2006-01-02 15:04:05.999999")
+			default:
+				rec[i] = fmt.Sprint(x)
+			}
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+func scalar(t *testing.T, rows [][]string) string {
+	t.Helper()
+	if len(rows) != 1 || len(rows[0]) != 1 {
+		t.Fatalf("want one value, got %v", rows)
+	}
+	return rows[0][0]
+}

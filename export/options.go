@@ -1,0 +1,129 @@
+// Package export runs one export of a model: it plans the interval, pages
+// through the source, writes Parquet files with a checkpoint each, and
+// commits them to the model's log.
+package export
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/internal/pgsource"
+)
+
+// Errors that callers classify.
+var (
+	// ErrIdentity: the destination holds state of another table, tenant or
+	// source.
+	ErrIdentity = errors.New("the destination's state belongs to another model")
+	// ErrRaceLost: another export committed after this run was planned.
+	ErrRaceLost = errors.New("another export committed first")
+	// ErrAbandoned: a vacuum declared this run dead.
+	ErrAbandoned = errors.New("the run was declared abandoned")
+)
+
+// Defaults of Options.
+const (
+	DefaultLookback        = 30 * time.Second // PostgreSQL's, as established tools use
+	DefaultTargetFileBytes = 128 << 20
+	DefaultRowGroupBytes   = 32 << 20
+	DefaultRowGroupRows    = 1_000_000
+	DefaultPageRows        = 50_000
+)
+
+// Options describe one export of one model.
+type Options struct {
+	// Model names the dataset; its state lives under <dest>/<Model>/.
+	Model  string
+	Source pgsource.Spec
+	// Lookback is re-read below the watermark on every incremental run.
+	Lookback time.Duration
+	// FullRefresh reads everything and replaces every earlier file.
+	FullRefresh bool
+	// WindowStart and WindowEnd make a backfill of [start, end) that does
+	// not move the watermark.
+	WindowStart, WindowEnd string
+	// TimeZone interprets a naive timestamp or date modified-at column; the
+	// database's TimeZone when empty.
+	TimeZone string
+
+	TargetFileBytes int64
+	RowGroupBytes   int64
+	RowGroupRows    int64
+	PageRows        int
+	Compression     string
+	Formats         formats.Options
+
+	Logger *slog.Logger
+	// Failpoint, when set, is called at named points of the run; a test
+	// makes it kill the process there.
+	Failpoint func(name string)
+}
+
+func (o *Options) setDefaults() {
+	if o.TargetFileBytes <= 0 {
+		o.TargetFileBytes = DefaultTargetFileBytes
+	}
+	if o.RowGroupBytes <= 0 {
+		o.RowGroupBytes = DefaultRowGroupBytes
+	}
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
+	}
+	if o.PageRows <= 1 {
+		o.PageRows = DefaultPageRows
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Failpoint == nil {
+		o.Failpoint = func(string) {}
+	}
+}
+
+// Validate checks what can be checked before connecting.
+func (o *Options) Validate() error {
+	switch {
+	case o.Model == "":
+		return errors.New("no model name")
+	case o.Lookback < 0:
+		return fmt.Errorf("lookback %s is negative", o.Lookback)
+	case (o.WindowStart == "") != (o.WindowEnd == ""):
+		return errors.New("a backfill window needs both --window-start and --window-end")
+	case o.WindowStart != "" && o.FullRefresh:
+		return errors.New("--full-refresh and a backfill window exclude each other")
+	case o.Source.Table == "" && o.Source.Query == "":
+		return errors.New("no table or source_query")
+	case o.Source.Table != "" && o.Source.Query != "":
+		return errors.New("give a table or a source_query, not both")
+	case o.Source.ModifiedAt == "":
+		return errors.New("no modified-at column")
+	case len(o.Source.PrimaryKey) == 0:
+		return errors.New("no primary key")
+	}
+	return validModelName(o.Model)
+}
+
+func validModelName(name string) error {
+	if name == "." || name == ".." || name[0] == '_' {
+		return fmt.Errorf("model name %q is not allowed", name)
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || r < 0x20 {
+			return fmt.Errorf("model name %q may not contain %q", name, r)
+		}
+	}
+	return nil
+}
+
+func (o *Options) kind() string {
+	switch {
+	case o.FullRefresh:
+		return "full_refresh"
+	case o.WindowStart != "":
+		return "backfill"
+	}
+	return "export"
+}

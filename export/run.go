@@ -1,0 +1,554 @@
+package export
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/manifest"
+	"github.com/parquet-go/parquet-go"
+)
+
+// Result describes a committed run.
+type Result struct {
+	Commit   *manifest.Commit
+	Plan     *manifest.Plan
+	Resumed  bool
+	Warnings []string
+}
+
+type runner struct {
+	opts    Options
+	src     *pgsource.Source
+	dest    *destination.Destination
+	log     *manifest.Log
+	table   *pgsource.Table
+	mapping formats.Mapping
+	schema  *manifest.Schema
+	id      manifest.Identity
+	plan    *manifest.Plan
+	chain   []manifest.FileCheckpoint
+	attempt string
+	warn    []string
+	logger  *slog.Logger
+}
+
+// Run exports one model. It resumes the model's unfinished run when there
+// is one, and otherwise plans a new one.
+func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destination, opts Options) (*Result, error) {
+	opts.setDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	r := &runner{opts: opts, src: src, dest: dest, log: manifest.NewLog(dest, opts.Model),
+		attempt: manifest.NewID()[:12], logger: opts.Logger.With("model", opts.Model)}
+	return r.run(ctx)
+}
+
+func (r *runner) warnf(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	r.warn = append(r.warn, msg)
+	r.logger.Warn(msg)
+}
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	t, err := r.src.Discover(ctx, r.opts.Source)
+	if err != nil {
+		return nil, err
+	}
+	r.table = t
+	for _, w := range t.Warnings {
+		r.warnf("%s", w)
+	}
+	if r.mapping, err = formats.NewMapping(t.Columns, r.opts.Formats); err != nil {
+		return nil, fmt.Errorf("map the columns of %s to Parquet: %w", r.opts.Model, err)
+	}
+	r.schema = manifest.NewSchema(r.mapping.Fields(), t.Columns)
+	tz := r.opts.TimeZone
+	if tz == "" {
+		tz = r.src.TimeZone
+	}
+	r.id = manifest.Identity{
+		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, QueryHash: t.QueryHash,
+		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, TenantColumn: t.TenantColumn, Tenant: t.Tenant,
+	}
+	if t.ModKind != pgsource.ModTimestamptz {
+		r.id.TimeZone = tz
+	}
+	st, err := r.log.ReadState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	}
+	if err := r.checkIdentity(st); err != nil {
+		return nil, err
+	}
+	resumed, err := r.resume(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	if !resumed {
+		if err := r.newPlan(ctx, st, tz); err != nil {
+			return nil, err
+		}
+	}
+	r.opts.Failpoint("after-plan")
+	metrics, files, err := r.extract(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := r.commit(ctx, metrics, files)
+	if err != nil {
+		return nil, err
+	}
+	r.opts.Failpoint("after-commit")
+	r.opts.Failpoint("before-symlink")
+	if err := r.log.WriteSymlinkManifest(ctx, r.dest.ObjectURL); err != nil {
+		// The commit stands; the next commit rewrites the list.
+		r.warnf("rewrite the symlink manifest: %v", err)
+	}
+	return &Result{Commit: c, Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
+}
+
+func (r *runner) checkIdentity(st *manifest.State) error {
+	if st.Identity == nil {
+		return nil
+	}
+	if d := st.Identity.Diff(r.id); d != "" {
+		return fmt.Errorf("%w: %s/%s holds the state of %s: choose another --model or destination",
+			ErrIdentity, r.dest, r.opts.Model, d)
+	}
+	return nil
+}
+
+// resume picks up the newest unfinished run of the same kind, if the log
+// has not moved past it.
+func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
+	runs, err := r.log.ListRuns(ctx)
+	if err != nil {
+		return false, err
+	}
+	kind := r.opts.kind()
+	for i := len(runs) - 1; i >= 0; i-- {
+		id := runs[i]
+		if _, done := st.Runs[id]; done {
+			return false, nil // runs before a committed one are finished or dead
+		}
+		if _, dead := st.Abandoned[id]; dead {
+			continue
+		}
+		p, err := r.log.ReadPlan(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		if p.Kind != kind || p.Identity.Diff(r.id) != "" {
+			continue
+		}
+		if st.LastWatermarkSeq > p.BaseSeq {
+			return false, nil // an export committed since: this plan is dead
+		}
+		if kind == manifest.KindBackfill && !r.sameWindow(ctx, p) {
+			continue
+		}
+		chain, err := r.log.ReadChain(ctx, id)
+		if err != nil {
+			return false, err
+		}
+		r.plan, r.chain = p, chain
+		r.logger.Info("resuming run", "run", id, "files_done", len(chain), "to", p.Interval.To)
+		return true, nil
+	}
+	return false, nil
+}
+
+func (r *runner) sameWindow(ctx context.Context, p *manifest.Plan) bool {
+	start, _, err1 := r.src.Normalize(ctx, r.table, r.opts.WindowStart)
+	end, _, err2 := r.src.Normalize(ctx, r.table, r.opts.WindowEnd)
+	return err1 == nil && err2 == nil && p.Interval.From != nil && *p.Interval.From == start && p.Interval.To == end
+}
+
+func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) error {
+	kind := r.opts.kind()
+	t := r.table
+	bound, err := r.src.UpperBound(ctx, t, tz)
+	if err != nil {
+		return err
+	}
+	p := &manifest.Plan{
+		RunID: manifest.NewRunID(time.Now()), Model: r.opts.Model, Kind: kind, Identity: r.id,
+		ToBound: bound.Kind, ToBoundDetail: bound.Detail, PrevWatermark: st.Watermark,
+		BaseSeq: st.Seq, Lookback: r.opts.Lookback.String(), HWVersion: bound.Now, Created: time.Now().UTC(),
+	}
+	switch {
+	case kind == manifest.KindBackfill:
+		start, startMod, err := r.src.Normalize(ctx, t, r.opts.WindowStart)
+		if err != nil {
+			return fmt.Errorf("backfill window start: %w", err)
+		}
+		end, endMod, err := r.src.Normalize(ctx, t, r.opts.WindowEnd)
+		if err != nil {
+			return fmt.Errorf("backfill window end: %w", err)
+		}
+		if endMod <= startMod {
+			return fmt.Errorf("backfill window [%s, %s) is empty", start, end)
+		}
+		p.Interval = manifest.Interval{From: &start, To: end}
+		p.ToBound = "window"
+	case kind == manifest.KindFullRefresh || st.Watermark == nil:
+		p.Interval = manifest.Interval{To: bound.To, IncludeNull: true}
+	default:
+		wm, err := pgsource.ParseMod(t.ModKind, *st.Watermark)
+		if err != nil {
+			return fmt.Errorf("read the committed watermark: %w", err)
+		}
+		from := wm.Sub(t.ModKind, r.opts.Lookback)
+		if st.FromFloor != nil {
+			if floor, err := pgsource.ParseMod(t.ModKind, *st.FromFloor); err == nil && floor < from {
+				from = floor
+			}
+		}
+		if t.ModKind == pgsource.ModTimestamp {
+			from = r.widenForFallBack(tz, from, bound.Mod)
+		}
+		f := pgsource.FormatMod(t.ModKind, from)
+		p.Interval = manifest.Interval{From: &f, To: bound.To}
+		if bound.Mod < wm {
+			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.To, *st.Watermark)
+		}
+	}
+	if err := r.log.WritePlan(ctx, p); err != nil {
+		return err
+	}
+	r.plan = p
+	r.logger.Info("planned run", "run", p.RunID, "kind", kind, "from", deref(p.Interval.From), "to", p.Interval.To)
+	return nil
+}
+
+// widenForFallBack lowers from by the hour repeated when clocks fall back
+// between from and to, since rows stamped in the repeated hour carry
+// naive times below from.
+func (r *runner) widenForFallBack(tz string, from, to pgsource.Mod) pgsource.Mod {
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		r.warnf("time zone %q is unknown to highwater, so a daylight-saving fall-back is not widened for: %v", tz, err)
+		return from
+	}
+	offset := func(m pgsource.Mod) int {
+		w := time.UnixMicro(int64(m)).UTC()
+		_, off := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).Zone()
+		return off
+	}
+	if d := offset(from) - offset(to); d > 0 {
+		return from - pgsource.Mod(int64(d)*1_000_000)
+	}
+	return from
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(none)"
+	}
+	return *s
+}
+
+// extract reads the plan's interval after the chain's last checkpoint and
+// writes the remaining files, each followed by its checkpoint.
+func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File, error) {
+	var metrics manifest.Metrics
+	var files []manifest.File
+	var start *manifest.Cursor
+	for _, ck := range r.chain {
+		files = append(files, ck.File)
+		metrics = ck.Metrics
+		start = ck.File.Last
+	}
+	p := r.plan
+	t := r.table
+	var prevWM, from *pgsource.Mod
+	if p.PrevWatermark != nil && p.Kind != manifest.KindBackfill {
+		if m, err := pgsource.ParseMod(t.ModKind, *p.PrevWatermark); err == nil {
+			prevWM = &m
+		}
+	}
+	if p.Interval.From != nil {
+		if m, err := pgsource.ParseMod(t.ModKind, *p.Interval.From); err == nil {
+			from = &m
+		}
+	}
+	sc := r.src.NewScanner(t, r.mapping.SelectExprs(t.Quoted()))
+	sc.PageRows = r.opts.PageRows
+	sc.Warn = func(msg string) { r.warnf("%s", msg) }
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	batches := make(chan *batch, 4)
+	free := make(chan *batch, 6)
+	for range cap(free) {
+		free <- &batch{}
+	}
+	const batchRows = 1024
+	readErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		var b *batch
+		take := func() *batch {
+			select {
+			case nb := <-free:
+				nb.rows, nb.raw, nb.first, nb.last, nb.minMod, nb.maxMod = nb.rows[:0], 0, nil, nil, nil, nil
+				nb.metrics = manifest.Metrics{}
+				return nb
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		var lastMod pgsource.Mod
+		var lastNull bool
+		send := func(row *pgsource.Row) error {
+			last, err := row.Cursor()
+			if err != nil {
+				return err
+			}
+			b.last = last
+			if !lastNull {
+				m := pgsource.FormatMod(t.ModKind, lastMod)
+				b.maxMod = &m
+			}
+			select {
+			case batches <- b:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			b = nil
+			return nil
+		}
+		err := sc.Scan(ctx, pgsource.Range{From: p.Interval.From, To: p.Interval.To, IncludeNull: p.Interval.IncludeNull}, start,
+			func(row *pgsource.Row) error {
+				if b == nil {
+					if b = take(); b == nil {
+						return ctx.Err()
+					}
+					c, err := row.Cursor()
+					if err != nil {
+						return err
+					}
+					b.first = c
+				}
+				var pr parquet.Row
+				if n := len(b.rows); n < cap(b.rows) {
+					pr = b.rows[:n+1][n]
+				}
+				pr, err := r.mapping.AppendRow(pr, row.Values, p.HWVersion, false)
+				if err != nil {
+					return fmt.Errorf("convert row: %w", err)
+				}
+				b.rows = append(b.rows, pr)
+				for _, v := range row.Values {
+					b.raw += int64(len(v)) + 4
+				}
+				m := &b.metrics
+				m.RowsTransferred++
+				if row.ModNull {
+					m.RowsNullModifiedAt++
+				} else {
+					if b.minMod == nil {
+						s := pgsource.FormatMod(t.ModKind, row.Mod)
+						b.minMod = &s
+					}
+					if prevWM == nil || row.Mod >= *prevWM {
+						m.DeltaRowsTransferred++
+					} else if from == nil || row.Mod >= *from {
+						m.RowsInLookback++
+					}
+				}
+				lastMod, lastNull = row.Mod, row.ModNull
+				if len(b.rows) == batchRows {
+					return send(row)
+				}
+				return nil
+			})
+		if err == nil && b != nil && len(b.rows) > 0 {
+			if b.last, err = sc.LastCursor(); err == nil {
+				if !lastNull {
+					m := pgsource.FormatMod(t.ModKind, lastMod)
+					b.maxMod = &m
+				}
+				select {
+				case batches <- b:
+				case <-ctx.Done():
+					err = ctx.Err()
+				}
+			}
+		}
+		readErr <- err
+	}()
+
+	files, metrics, werr := r.writeFiles(ctx, batches, free, files, metrics)
+	if werr != nil {
+		cancel()
+		for range batches {
+		}
+		<-readErr
+		return metrics, nil, werr
+	}
+	if err := <-readErr; err != nil {
+		return metrics, nil, err
+	}
+	metrics.Pages += sc.Pages
+	if p.Kind != manifest.KindFullRefresh && p.Kind != manifest.KindBackfill {
+		counts, err := sc.CountUnseen(ctx, p.Interval.To)
+		if err != nil {
+			return metrics, nil, err
+		}
+		metrics.RowsBeyondTo = counts.BeyondTo
+		if !p.Interval.IncludeNull {
+			metrics.RowsNullModifiedAt = counts.NullModifiedAt
+			if counts.NullModifiedAt > 0 {
+				r.warnf("%d rows have a NULL %q and are not exported by incremental runs: a --full-refresh takes them", counts.NullModifiedAt, t.ModifiedAt)
+			}
+		}
+		if counts.BeyondTo > 0 {
+			r.warnf("%d rows are stamped at or after this run's upper bound %s (future or infinity stamps, or clock skew): they are exported once the bound passes them", counts.BeyondTo, p.Interval.To)
+		}
+	}
+	return metrics, files, nil
+}
+
+// writeFiles writes the batches into files rolled at the target size,
+// each followed by its checkpoint.
+func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free chan<- *batch, files []manifest.File, metrics manifest.Metrics) ([]manifest.File, manifest.Metrics, error) {
+	var part *partWriter
+	var partMetrics manifest.Metrics
+	closePart := func() error {
+		f, err := part.close(part.file.Last)
+		part = nil
+		if err != nil {
+			return err
+		}
+		f.SchemaID = r.schema.ID
+		r.opts.Failpoint("after-upload")
+		partMetrics.Files, partMetrics.Bytes = 1, f.Bytes
+		metrics.Add(partMetrics)
+		partMetrics = manifest.Metrics{}
+		ck := &manifest.FileCheckpoint{RunID: r.plan.RunID, AttemptID: r.attempt, N: len(files) + 1, File: f, Metrics: metrics}
+		if err := r.log.WriteFileCheckpoint(ctx, ck); err != nil {
+			return err
+		}
+		r.opts.Failpoint("after-checkpoint")
+		files = append(files, f)
+		r.logger.Info("file written", "key", f.Key, "rows", f.Rows, "bytes", f.Bytes)
+		return nil
+	}
+	for b := range batches {
+		if part == nil {
+			key := manifest.DataKey(r.plan.RunID, r.attempt, len(files)+1)
+			var err error
+			if part, err = openPart(ctx, r.dest, r.log, key, r.mapping, &r.opts, r.fileMetadata()); err != nil {
+				return files, metrics, err
+			}
+		}
+		if err := part.write(b, &r.opts); err != nil {
+			part.abort()
+			return files, metrics, err
+		}
+		partMetrics.Add(b.metrics)
+		free <- b
+		if part.expectedSize() >= r.opts.TargetFileBytes {
+			if err := closePart(); err != nil {
+				return files, metrics, err
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		if part != nil {
+			part.abort()
+		}
+		return files, metrics, ctx.Err()
+	}
+	if part != nil {
+		if err := closePart(); err != nil {
+			return files, metrics, err
+		}
+	}
+	return files, metrics, nil
+}
+
+func (r *runner) fileMetadata() map[string]string {
+	p := r.plan
+	return map[string]string{
+		"highwater.model":          r.opts.Model,
+		"highwater.run_id":         p.RunID,
+		"highwater.attempt_id":     r.attempt,
+		"highwater.kind":           p.Kind,
+		"highwater.interval.from":  deref(p.Interval.From),
+		"highwater.interval.to":    p.Interval.To,
+		"highwater.schema_id":      r.schema.ID,
+		"highwater.format_version": fmt.Sprint(manifest.FormatVersion),
+	}
+}
+
+// commit appends the run to the log. It rebases over commits that leave
+// the watermark alone, and gives up when another export moved it.
+func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (*manifest.Commit, error) {
+	p := r.plan
+	r.opts.Failpoint("before-commit")
+	for {
+		st, err := r.log.ReadState(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+		}
+		if err := r.checkIdentity(st); err != nil {
+			return nil, err
+		}
+		if _, dead := st.Abandoned[p.RunID]; dead {
+			return nil, fmt.Errorf("run %s: %w by a vacuum; run the export again", p.RunID, ErrAbandoned)
+		}
+		if seq, done := st.Runs[p.RunID]; done {
+			return nil, fmt.Errorf("run %s was committed at seq %d by another attempt: %w", p.RunID, seq, ErrRaceLost)
+		}
+		if manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
+			return nil, fmt.Errorf("%w: seq %d moved the watermark of %s after run %s was planned on seq %d; its plan is abandoned, run the export again",
+				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
+		}
+		c := &manifest.Commit{
+			Kind: p.Kind, RunID: p.RunID, Identity: r.id, Interval: &p.Interval, ToBound: p.ToBound,
+			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: files, Schema: r.schema, Metrics: &metrics,
+			Warnings: r.warn,
+		}
+		if manifest.MovesWatermark(p.Kind) {
+			c.Watermark = r.advance(st.Watermark, p.Interval.To)
+		}
+		if p.Kind == manifest.KindFullRefresh {
+			for _, f := range st.Files {
+				c.Removed = append(c.Removed, f.Key)
+			}
+		}
+		err = r.log.Commit(ctx, st, c)
+		if errors.Is(err, manifest.ErrConflict) {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("commit run %s: %w", p.RunID, err)
+		}
+		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
+		return c, nil
+	}
+}
+
+// advance returns the watermark after a run to to: never backwards.
+func (r *runner) advance(prev *string, to string) *string {
+	if prev == nil {
+		return &to
+	}
+	kind := r.table.ModKind
+	pm, err1 := pgsource.ParseMod(kind, *prev)
+	tm, err2 := pgsource.ParseMod(kind, to)
+	if err1 == nil && err2 == nil && tm < pm {
+		return prev
+	}
+	return &to
+}

@@ -1,0 +1,326 @@
+package pgsource
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/highwater-dev/highwater/formats"
+	"github.com/jackc/pgx/v5"
+)
+
+// ErrBadModel: the model does not fit the source (unknown table or column,
+// no unique key, an unusable modified-at type, a reserved column name).
+var ErrBadModel = errors.New("invalid model")
+
+// Spec says what to read.
+type Spec struct {
+	// Table is SCHEMA.TABLE in SQL syntax (quote parts that need it), or
+	// empty when Query is set.
+	Table string
+	// Query is a custom source_query.
+	Query        string
+	PrimaryKey   []string
+	ModifiedAt   string
+	TenantColumn string
+	Tenant       *string
+}
+
+// ModKind is the type class of the modified-at column.
+type ModKind int
+
+// The modified-at types that can order changes.
+const (
+	ModTimestamptz ModKind = iota
+	ModTimestamp
+	ModDate
+)
+
+// Table is a discovered model.
+type Table struct {
+	Spec
+	// Relation is the resolved, quoted relation, or "" for a query.
+	Relation string
+	// QueryHash identifies a source_query.
+	QueryHash string
+	Columns   []formats.Column
+	ModKind   ModKind
+	modIdx    int
+	keyIdx    []int
+	tenantIdx int
+	// Warnings found at discovery (e.g. no index on (modified_at, pk)).
+	Warnings []string
+}
+
+// Column returns the discovered column named name.
+func (t *Table) Column(name string) (formats.Column, bool) {
+	for _, c := range t.Columns {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return formats.Column{}, false
+}
+
+// Discover reads the columns and types of the model's table or query and
+// validates the key, modified-at and tenant columns.
+func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
+	t := &Table{Spec: spec, tenantIdx: -1}
+	var relOID uint32
+	if spec.Query != "" {
+		sum := sha256.Sum256([]byte(spec.Query))
+		t.QueryHash = hex.EncodeToString(sum[:])
+		cols, err := s.queryColumns(ctx, spec.Query)
+		if err != nil {
+			return nil, err
+		}
+		t.Columns = cols
+	} else {
+		var relkind string
+		err := s.conn.QueryRow(ctx, `
+			SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text
+			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE c.oid = to_regclass($1)`, spec.Table).Scan(&relOID, &t.Relation, &relkind)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("table %s does not exist (or is not visible to this role): %w", spec.Table, ErrBadModel)
+		}
+		if err != nil {
+			return nil, s.classify("look up table "+spec.Table, err)
+		}
+		if relkind == "v" || relkind == "f" {
+			return nil, fmt.Errorf("%s is a view or foreign table, which has no unique index to page on: export it with a source_query instead: %w", spec.Table, ErrBadModel)
+		}
+		if t.Columns, err = s.tableColumns(ctx, relOID); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		names[i] = c.Name
+		if strings.HasPrefix(strings.ToLower(c.Name), "_hw_") {
+			return nil, fmt.Errorf("source column %q uses the reserved prefix _hw_: rename or leave it out with a source_query: %w", c.Name, ErrBadModel)
+		}
+	}
+	find := func(role, name string) (int, error) {
+		if i := slices.Index(names, name); i >= 0 {
+			return i, nil
+		}
+		return -1, fmt.Errorf("%s column %q does not exist in %s; columns are: %s: %w",
+			role, name, t.describe(), strings.Join(names, ", "), ErrBadModel)
+	}
+	if len(spec.PrimaryKey) == 0 {
+		return nil, fmt.Errorf("no primary key columns given: %w", ErrBadModel)
+	}
+	var err error
+	if t.modIdx, err = find("modified-at", spec.ModifiedAt); err != nil {
+		return nil, err
+	}
+	for _, k := range spec.PrimaryKey {
+		i, err := find("primary key", k)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(t.keyIdx, i) {
+			return nil, fmt.Errorf("primary key column %q is named twice: %w", k, ErrBadModel)
+		}
+		if i == t.modIdx {
+			return nil, fmt.Errorf("column %q cannot be both the modified-at column and part of the key: %w", k, ErrBadModel)
+		}
+		t.keyIdx = append(t.keyIdx, i)
+	}
+	if spec.TenantColumn != "" {
+		if t.tenantIdx, err = find("tenant", spec.TenantColumn); err != nil {
+			return nil, err
+		}
+		if spec.Tenant == nil {
+			return nil, fmt.Errorf("a tenant column is set but no tenant value: %w", ErrBadModel)
+		}
+	} else if spec.Tenant != nil {
+		return nil, fmt.Errorf("a tenant value is set but no tenant column: %w", ErrBadModel)
+	}
+	mod := t.Columns[t.modIdx]
+	switch mod.TypeOID {
+	case oidTimestamptz:
+		t.ModKind = ModTimestamptz
+	case oidTimestamp:
+		t.ModKind = ModTimestamp
+	case oidDate:
+		t.ModKind = ModDate
+	default:
+		return nil, fmt.Errorf("modified-at column %q has type %s, which cannot order changes: use a timestamptz, timestamp or date column: %w", mod.Name, mod.TypeName, ErrBadModel)
+	}
+	if relOID != 0 {
+		if err := s.checkIndexes(ctx, t, relOID); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func (t *Table) describe() string {
+	if t.Relation != "" {
+		return t.Relation
+	}
+	return "the source_query"
+}
+
+func (s *Source) tableColumns(ctx context.Context, rel uint32) ([]formats.Column, error) {
+	rows, err := s.conn.Query(ctx, `
+		SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), a.attnotnull
+		FROM pg_attribute a
+		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
+		ORDER BY a.attnum`, rel)
+	if err != nil {
+		return nil, s.classify("read columns", err)
+	}
+	var cols []formats.Column
+	for rows.Next() {
+		var c formats.Column
+		if err := rows.Scan(&c.Name, &c.TypeOID, &c.Typmod, &c.TypeName, &c.NotNull); err != nil {
+			return nil, s.classify("read columns", err)
+		}
+		cols = append(cols, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.classify("read columns", err)
+	}
+	for i := range cols {
+		if err := s.resolveType(ctx, &cols[i]); err != nil {
+			return nil, err
+		}
+	}
+	return cols, nil
+}
+
+// queryColumns describes a custom query without running it.
+func (s *Source) queryColumns(ctx context.Context, query string) ([]formats.Column, error) {
+	sd, err := s.conn.PgConn().Prepare(ctx, "", wrapQuery(query)+" SELECT * FROM q LIMIT 0", nil)
+	if err != nil {
+		return nil, fmt.Errorf("describe source_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+	}
+	var cols []formats.Column
+	seen := map[string]bool{}
+	for _, f := range sd.Fields {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("source_query returns two columns named %q: alias them apart: %w", f.Name, ErrBadModel)
+		}
+		seen[f.Name] = true
+		c := formats.Column{Name: f.Name, TypeOID: f.DataTypeOID, Typmod: f.TypeModifier}
+		if err := s.conn.QueryRow(ctx, "SELECT format_type($1, $2)", c.TypeOID, c.Typmod).Scan(&c.TypeName); err != nil {
+			return nil, s.classify("describe source_query", err)
+		}
+		if err := s.resolveType(ctx, &c); err != nil {
+			return nil, err
+		}
+		cols = append(cols, c)
+	}
+	return cols, nil
+}
+
+func wrapQuery(query string) string {
+	return "WITH q AS (\n" + strings.TrimRight(strings.TrimSpace(query), ";") + "\n)"
+}
+
+// resolveType replaces domains by their base type and finds array
+// elements, so that the mapping sees only base, enum, range and composite
+// types.
+func (s *Source) resolveType(ctx context.Context, c *formats.Column) error {
+	oid, typmod, typtype, err := s.baseType(ctx, c.TypeOID, c.Typmod)
+	if err != nil {
+		return err
+	}
+	c.TypeOID, c.Typmod, c.TypType = oid, typmod, typtype
+	var elem uint32
+	var category string
+	if err := s.conn.QueryRow(ctx, "SELECT typelem, typcategory::text FROM pg_type WHERE oid = $1", oid).Scan(&elem, &category); err != nil {
+		return s.classify("read type of "+c.Name, err)
+	}
+	if category == "A" && elem != 0 {
+		eoid, _, etyp, err := s.baseType(ctx, elem, -1)
+		if err != nil {
+			return err
+		}
+		c.ElemOID, c.ElemTypType = eoid, etyp
+	}
+	return nil
+}
+
+func (s *Source) baseType(ctx context.Context, oid uint32, typmod int32) (uint32, int32, byte, error) {
+	for range 32 {
+		var typtype string
+		var base uint32
+		var basemod int32
+		err := s.conn.QueryRow(ctx, "SELECT typtype::text, typbasetype, typtypmod FROM pg_type WHERE oid = $1", oid).Scan(&typtype, &base, &basemod)
+		if err != nil {
+			return 0, 0, 0, s.classify(fmt.Sprintf("read type %d", oid), err)
+		}
+		if typtype != "d" {
+			return oid, typmod, typtype[0], nil
+		}
+		oid, typmod = base, basemod
+	}
+	return 0, 0, 0, fmt.Errorf("type %d: domains nested too deep: %w", oid, ErrBadModel)
+}
+
+// checkIndexes requires a unique index on (a subset of) the key, since
+// keyset paging skips rows when (modified_at, pk) is not unique, and warns
+// when no index leads with the modified-at column.
+func (s *Source) checkIndexes(ctx context.Context, t *Table, rel uint32) error {
+	rows, err := s.conn.Query(ctx, `
+		SELECT i.indisunique,
+		       array(SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY k(attnum, ord)
+		             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+		             ORDER BY k.ord)::text[],
+		       i.indnkeyatts
+		FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
+		WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
+		  AND am.amname = 'btree'`, rel)
+	if err != nil {
+		return s.classify("read indexes", err)
+	}
+	defer rows.Close()
+	unique, ordered := false, false
+	for rows.Next() {
+		var isUnique bool
+		var cols []string
+		var nkey int
+		if err := rows.Scan(&isUnique, &cols, &nkey); err != nil {
+			return s.classify("read indexes", err)
+		}
+		if nkey < len(cols) {
+			cols = cols[:nkey] // INCLUDE columns do not take part in uniqueness
+		}
+		if isUnique && len(cols) > 0 && subset(cols, t.PrimaryKey) {
+			unique = true
+		}
+		if len(cols) > 0 && cols[0] == t.ModifiedAt {
+			ordered = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.classify("read indexes", err)
+	}
+	if !unique {
+		return fmt.Errorf("%s has no unique constraint or index on its key (%s): keyset paging needs one, or rows are skipped: %w",
+			t.Relation, strings.Join(t.PrimaryKey, ", "), ErrBadModel)
+	}
+	if !ordered {
+		t.Warnings = append(t.Warnings, fmt.Sprintf(
+			"no index on %s leads with %q: every page scans the table; create one on (%s)",
+			t.Relation, t.ModifiedAt, strings.Join(append([]string{t.ModifiedAt}, t.PrimaryKey...), ", ")))
+	}
+	return nil
+}
+
+func subset(cols, of []string) bool {
+	for _, c := range cols {
+		if !slices.Contains(of, c) {
+			return false
+		}
+	}
+	return true
+}

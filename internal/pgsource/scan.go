@@ -1,0 +1,453 @@
+package pgsource
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/highwater-dev/highwater/manifest"
+	"github.com/jackc/pgx/v5"
+)
+
+var pgxBinary = pgx.QueryResultFormats{pgx.BinaryFormatCode}
+
+// ErrDuplicateKey: two rows share (modified_at, pk), so keyset paging
+// could skip one of them.
+var ErrDuplicateKey = errors.New("duplicate (modified_at, primary key)")
+
+// ErrNullKey: a key column holds NULL.
+var ErrNullKey = errors.New("NULL in a primary key column")
+
+// Range bounds a scan: [From, To) on the modified-at column, plus the rows
+// whose modified-at is NULL when IncludeNull is set. A nil From is no
+// lower bound.
+type Range struct {
+	From        *string
+	To          string
+	IncludeNull bool
+}
+
+// Row is one source row during a scan. Its values are only valid inside
+// the callback.
+type Row struct {
+	// Values are the binary wire values of the selected columns, in the
+	// order of Table.Columns; nil is NULL.
+	Values [][]byte
+	// Mod is the modified-at value; ModNull when it is NULL.
+	Mod     Mod
+	ModNull bool
+	scan    *scan
+}
+
+// Cursor returns the row's position in (modified_at, pk) order.
+func (r *Row) Cursor() (*manifest.Cursor, error) {
+	return r.scan.cursorOf(r)
+}
+
+type scan struct {
+	src      *Source
+	t        *Table
+	exprs    []string
+	extraKey []int // per key column: index of its ::text copy, or -1
+	ncols    int
+}
+
+// Scanner pages through a table.
+type Scanner struct {
+	scan
+	// PageRows is the LIMIT of each page.
+	PageRows int
+	// Pages counts the statements run.
+	Pages int64
+	// Warn receives notices found while scanning (e.g. a query whose
+	// predicates are not pushed down); called at most once per kind.
+	Warn      func(string)
+	explained bool
+	// last keeps the key values of the newest row passed to fn, since the
+	// row's own values are gone when the scan returns.
+	last     Row
+	lastBufs [][]byte
+	haveLast bool
+}
+
+// LastCursor is the cursor of the last row the scan passed on, or nil.
+func (sc *Scanner) LastCursor() (*manifest.Cursor, error) {
+	if !sc.haveLast {
+		return nil, nil
+	}
+	return sc.cursorOf(&sc.last)
+}
+
+func (sc *Scanner) remember(row *Row) {
+	if sc.lastBufs == nil {
+		sc.lastBufs = make([][]byte, len(row.Values))
+		sc.last = Row{Values: make([][]byte, len(row.Values)), scan: &sc.scan}
+	}
+	keep := func(i int) {
+		if row.Values[i] == nil {
+			sc.last.Values[i] = nil
+			return
+		}
+		sc.lastBufs[i] = append(sc.lastBufs[i][:0], row.Values[i]...)
+		sc.last.Values[i] = sc.lastBufs[i]
+	}
+	for j, i := range sc.t.keyIdx {
+		keep(i)
+		if x := sc.extraKey[j]; x >= 0 {
+			keep(x)
+		}
+	}
+	sc.last.Mod, sc.last.ModNull = row.Mod, row.ModNull
+	sc.haveLast = true
+}
+
+// NewScanner prepares to read t with the mapping's select expressions,
+// one per column of t.
+func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
+	sc := &Scanner{scan: scan{src: s, t: t, exprs: selectExprs, ncols: len(selectExprs)}, PageRows: 50_000}
+	for _, i := range t.keyIdx {
+		c := t.Columns[i]
+		if isFastKey(c.TypeOID) {
+			sc.extraKey = append(sc.extraKey, -1)
+			continue
+		}
+		sc.extraKey = append(sc.extraKey, len(sc.exprs))
+		sc.exprs = append(sc.exprs, "t."+quoteIdent(c.Name)+"::text")
+	}
+	return sc
+}
+
+func isFastKey(oid uint32) bool {
+	switch oid {
+	case oidInt2, oidInt4, oidInt8, oidText, oidVarchar, oidBpchar, oidName, oidBool, oidUUID,
+		oidDate, oidTimestamp, oidTimestamptz, oidNumeric:
+		return true
+	}
+	return false
+}
+
+// Quoted returns the quoted identifiers of the table's columns, as the
+// mapping's SelectExprs expects them (qualified by the alias t).
+func (t *Table) Quoted() []string {
+	q := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		q[i] = "t." + quoteIdent(c.Name)
+	}
+	return q
+}
+
+func (s *scan) cursorOf(r *Row) (*manifest.Cursor, error) {
+	c := &manifest.Cursor{Key: make([]string, len(s.t.keyIdx))}
+	if !r.ModNull {
+		m := FormatMod(s.t.ModKind, r.Mod)
+		c.ModifiedAt = &m
+	}
+	for j, i := range s.t.keyIdx {
+		raw := r.Values[i]
+		if x := s.extraKey[j]; x >= 0 {
+			raw = r.Values[x]
+		}
+		if raw == nil {
+			return nil, fmt.Errorf("%w %q", ErrNullKey, s.t.Columns[i].Name)
+		}
+		if s.extraKey[j] >= 0 {
+			c.Key[j] = string(raw)
+			continue
+		}
+		txt, _, err := keyText(s.t.Columns[i].TypeOID, raw)
+		if err != nil {
+			return nil, fmt.Errorf("read key column %q: %w", s.t.Columns[i].Name, err)
+		}
+		c.Key[j] = txt
+	}
+	return c, nil
+}
+
+// from returns the FROM clause, aliasing the relation or query as t.
+func (s *scan) from() string {
+	if s.t.Query != "" {
+		return "q AS t"
+	}
+	return s.t.Relation + " AS t"
+}
+
+func (s *scan) with() string {
+	if s.t.Query != "" {
+		return wrapQuery(s.t.Query) + "\n"
+	}
+	return ""
+}
+
+// cast binds a value as text and converts it with the column's type input
+// function, so that any type (enums and domains included) is bound exactly.
+func cast(param int, typeName string) string {
+	return fmt.Sprintf("CAST($%d::text AS %s)", param, typeName)
+}
+
+type sqlBuilder struct {
+	where []string
+	args  []any
+}
+
+func (b *sqlBuilder) arg(v any) int {
+	b.args = append(b.args, v)
+	return len(b.args)
+}
+
+func (s *scan) tenantPredicate(b *sqlBuilder) {
+	if s.t.TenantColumn == "" {
+		return
+	}
+	col := s.t.Columns[s.t.tenantIdx]
+	b.where = append(b.where, fmt.Sprintf("t.%s = %s", quoteIdent(col.Name), cast(b.arg(*s.t.Tenant), col.TypeName)))
+}
+
+// pageSQL builds one keyset page. after is the cursor to start at
+// (inclusive: the row at the cursor is returned again and skipped, so that
+// a duplicate of it is seen); nullPhase reads the rows whose modified-at is
+// NULL, ordered by key.
+func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit int) (string, []any) {
+	var b sqlBuilder
+	mod := s.t.Columns[s.t.modIdx]
+	modRef := "t." + quoteIdent(mod.Name)
+	var keyRefs, keyParams []string
+	for j, i := range s.t.keyIdx {
+		c := s.t.Columns[i]
+		keyRefs = append(keyRefs, "t."+quoteIdent(c.Name))
+		if after != nil {
+			keyParams = append(keyParams, cast(b.arg(after.Key[j]), c.TypeName))
+		}
+	}
+	if nullPhase {
+		b.where = append(b.where, modRef+" IS NULL")
+		if after != nil {
+			b.where = append(b.where, fmt.Sprintf("(%s) >= (%s)", strings.Join(keyRefs, ", "), strings.Join(keyParams, ", ")))
+		}
+	} else {
+		switch {
+		case after != nil:
+			b.where = append(b.where, fmt.Sprintf("(%s, %s) >= (%s, %s)", modRef, strings.Join(keyRefs, ", "),
+				cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", ")))
+		case rng.From != nil:
+			b.where = append(b.where, fmt.Sprintf("%s >= %s", modRef, cast(b.arg(*rng.From), mod.TypeName)))
+		}
+		b.where = append(b.where, fmt.Sprintf("%s < %s", modRef, cast(b.arg(rng.To), mod.TypeName)))
+	}
+	s.tenantPredicate(&b)
+	order := keyRefs
+	if !nullPhase {
+		order = append([]string{modRef}, keyRefs...)
+	}
+	sql := fmt.Sprintf("%sSELECT %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
+		s.with(), modRef, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
+		strings.Join(order, ", "), limit)
+	return sql, b.args
+}
+
+// Scan reads every row of rng in (modified_at, pk) order, starting at the
+// position after start (nil: the beginning), calling fn for each.
+//
+// Rows whose modified-at is NULL come first, ordered by key, when
+// rng.IncludeNull is set; a cursor with a nil ModifiedAt is in that phase.
+func (sc *Scanner) Scan(ctx context.Context, rng Range, start *manifest.Cursor, fn func(*Row) error) error {
+	after := start
+	if rng.IncludeNull && (after == nil || after.ModifiedAt == nil) {
+		if err := sc.scanPhase(ctx, rng, after, true, fn); err != nil {
+			return err
+		}
+		after = nil
+	}
+	return sc.scanPhase(ctx, rng, after, false, fn)
+}
+
+func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cursor, nullPhase bool, fn func(*Row) error) error {
+	row := &Row{scan: &sc.scan}
+	var prevKey []byte // (mod, key) binary of the previous row, to catch duplicates
+	var curKey []byte
+	for {
+		sql, args := sc.pageSQL(rng, after, nullPhase, sc.PageRows)
+		if !sc.explained && !nullPhase && sc.t.Query != "" {
+			sc.explained = true
+			sc.checkPushdown(ctx, sql, args)
+		}
+		rows, err := sc.src.conn.Query(ctx, sql, append([]any{pgxBinary}, args...)...)
+		if err != nil {
+			return sc.src.classify("read page", err)
+		}
+		sc.Pages++
+		n, skipped := 0, false
+		for rows.Next() {
+			n++
+			raw := rows.RawValues()
+			row.Values = raw[1:]
+			row.ModNull = raw[0] == nil
+			if !row.ModNull {
+				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
+					rows.Close()
+					return fmt.Errorf("read modified-at: %w", err)
+				}
+			}
+			curKey = curKey[:0]
+			curKey = appendKeyBytes(curKey, raw[0])
+			for _, i := range sc.t.keyIdx {
+				v := row.Values[i]
+				if v == nil {
+					rows.Close()
+					c := row.keyDescription()
+					return fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, c)
+				}
+				curKey = appendKeyBytes(curKey, v)
+			}
+			if n == 1 && after != nil && !skipped {
+				// A page starts at its cursor inclusively: its first row is
+				// normally the previous page's last, which is skipped once.
+				c, err := row.Cursor()
+				if err != nil {
+					rows.Close()
+					return err
+				}
+				if cursorEqual(c, after) {
+					skipped = true
+					prevKey = append(prevKey[:0], curKey...)
+					continue
+				}
+			}
+			if prevKey != nil && bytes.Equal(prevKey, curKey) {
+				rows.Close()
+				return fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
+					ErrDuplicateKey, row.keyDescription(), sc.t.describe())
+			}
+			prevKey = append(prevKey[:0], curKey...)
+			sc.remember(row)
+			if err := fn(row); err != nil {
+				rows.Close()
+				return err
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return sc.src.classify("read page", err)
+		}
+		if n < sc.PageRows {
+			return nil
+		}
+		if after, err = sc.LastCursor(); err != nil {
+			return err
+		}
+	}
+}
+
+func appendKeyBytes(dst, v []byte) []byte {
+	dst = strconv.AppendInt(dst, int64(len(v)), 10)
+	dst = append(dst, ':')
+	return append(dst, v...)
+}
+
+// keyDescription names a row by its cursor, for error messages.
+func (r *Row) keyDescription() string {
+	c, err := r.scan.cursorOfLenient(r)
+	if err != nil {
+		return "(unreadable key)"
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func (s *scan) cursorOfLenient(r *Row) (map[string]any, error) {
+	out := map[string]any{}
+	if r.ModNull {
+		out[s.t.ModifiedAt] = nil
+	} else {
+		out[s.t.ModifiedAt] = FormatMod(s.t.ModKind, r.Mod)
+	}
+	for j, i := range s.t.keyIdx {
+		raw := r.Values[i]
+		name := s.t.Columns[i].Name
+		if x := s.extraKey[j]; x >= 0 {
+			raw = r.Values[x]
+			if raw != nil {
+				out[name] = string(raw)
+				continue
+			}
+		}
+		if raw == nil {
+			out[name] = nil
+			continue
+		}
+		txt, _, err := keyText(s.t.Columns[i].TypeOID, raw)
+		if err != nil {
+			return nil, err
+		}
+		out[name] = txt
+	}
+	return out, nil
+}
+
+func cursorEqual(a, b *manifest.Cursor) bool {
+	if (a.ModifiedAt == nil) != (b.ModifiedAt == nil) {
+		return false
+	}
+	if a.ModifiedAt != nil && *a.ModifiedAt != *b.ModifiedAt {
+		return false
+	}
+	if len(a.Key) != len(b.Key) {
+		return false
+	}
+	for i := range a.Key {
+		if a.Key[i] != b.Key[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPushdown explains the first page of a custom query and warns when
+// the keyset predicates are not pushed into it: every page would then run
+// the whole query.
+func (sc *Scanner) checkPushdown(ctx context.Context, sql string, args []any) {
+	var plan string
+	if err := sc.src.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan); err != nil {
+		return
+	}
+	if strings.Contains(plan, `"CTE Scan"`) || strings.Contains(plan, `"Subquery Scan"`) {
+		if sc.Warn != nil {
+			sc.Warn("the source_query's plan does not push the modified-at and key predicates into the query: every page reruns the whole query; simplify it (no LIMIT, DISTINCT, window functions or volatile functions at its top level) or add an index")
+		}
+	}
+}
+
+// Counts are the rows a scan of an incremental run cannot see.
+type Counts struct {
+	NullModifiedAt int64
+	BeyondTo       int64
+}
+
+// CountUnseen counts the rows whose modified-at is NULL, and those stamped
+// at or past to, within the tenant.
+func (sc *Scanner) CountUnseen(ctx context.Context, to string) (Counts, error) {
+	var out Counts
+	mod := sc.t.Columns[sc.t.modIdx]
+	modRef := "t." + quoteIdent(mod.Name)
+	for _, q := range []struct {
+		pred string
+		dst  *int64
+		to   bool
+	}{{modRef + " IS NULL", &out.NullModifiedAt, false}, {modRef + " >= ", &out.BeyondTo, true}} {
+		var b sqlBuilder
+		pred := q.pred
+		if q.to {
+			pred += cast(b.arg(to), mod.TypeName)
+		}
+		b.where = append(b.where, pred)
+		sc.tenantPredicate(&b)
+		sql := fmt.Sprintf("%sSELECT count(*) FROM %s WHERE %s", sc.with(), sc.from(), strings.Join(b.where, " AND "))
+		if err := sc.src.conn.QueryRow(ctx, sql, b.args...).Scan(q.dst); err != nil {
+			return out, sc.src.classify("count unseen rows", err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,109 @@
+// Package pgsource reads a PostgreSQL table, or a custom query, in keyset
+// pages on (modified_at, pk...). Every identifier is quoted and every value
+// is a bind parameter; each page is a short statement of its own, so no
+// transaction is held open across a run.
+package pgsource
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// ErrUnreachable: the source server could not be reached.
+var ErrUnreachable = errors.New("source unreachable")
+
+// Source is one connection to the source database.
+type Source struct {
+	conn     *pgx.Conn
+	password string
+	// TimeZone is the database's default TimeZone, read before the session
+	// is switched to UTC; naive timestamps are interpreted in it.
+	TimeZone string
+	// SystemID identifies the cluster; Database names the database.
+	SystemID string
+	Database string
+}
+
+// Connect opens a connection. The URL's password never appears in an
+// error.
+func Connect(ctx context.Context, url string) (*Source, error) {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("parse source URL: %w", scrubErr(err, ""))
+	}
+	cfg.RuntimeParams["application_name"] = "highwater"
+	if cfg.ConnectTimeout == 0 {
+		cfg.ConnectTimeout = 15 * time.Second
+	}
+	s := &Source{password: cfg.Password, Database: cfg.Database}
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, s.classify("connect to source", err)
+	}
+	s.conn = conn
+	if err := conn.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_database()").Scan(&s.TimeZone, &s.Database); err != nil {
+		conn.Close(ctx)
+		return nil, s.classify("read source settings", err)
+	}
+	// Text forms (of keys, ranges, arrays) must not depend on the role's
+	// settings, so the session is pinned.
+	if _, err := conn.Exec(ctx, "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 3"); err != nil {
+		conn.Close(ctx)
+		return nil, s.classify("configure source session", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()").Scan(&s.SystemID); err != nil {
+		// pg_control_system() may be revoked; the server's address then
+		// stands in for it.
+		s.SystemID = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	}
+	return s, nil
+}
+
+// Close ends the session.
+func (s *Source) Close(ctx context.Context) error { return s.conn.Close(ctx) }
+
+// Conn exposes the connection for tests and the bench.
+func (s *Source) Conn() *pgx.Conn { return s.conn }
+
+// classify wraps err with what was being done, marks connection failures,
+// and removes the password from the message.
+func (s *Source) classify(what string, err error) error {
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.Timeout(err) {
+		return fmt.Errorf("%s: %w: %w", what, ErrUnreachable, scrubErr(err, s.password))
+	}
+	return fmt.Errorf("%s: %w", what, scrubErr(err, s.password))
+}
+
+// scrubbed keeps the error chain but replaces the message.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+func scrubErr(err error, password string) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if password != "" && strings.Contains(msg, password) {
+		msg = strings.ReplaceAll(msg, password, "REDACTED")
+	}
+	return &scrubbed{msg: msg, err: err}
+}
+
+// quoteIdent quotes an identifier for SQL text.
+func quoteIdent(name string) string {
+	return pgx.Identifier{name}.Sanitize()
+}

@@ -1,0 +1,118 @@
+package manifest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+)
+
+// ErrChainTaken: another attempt of the same run wrote the checkpoint we
+// meant to write, so this attempt must stop.
+var ErrChainTaken = errors.New("another attempt of this run extended its checkpoint chain first")
+
+func (l *Log) planKey(runID string) string { return l.Key("_runs", runID, "plan.json") }
+
+func ckptName(n int) string { return fmt.Sprintf("ckpt-%06d.json", n) }
+
+// DataKey is where attempt writes the n-th file of run, relative to the
+// model's root. Keys of one attempt sort in the order they were written.
+func DataKey(runID, attemptID string, n int) string {
+	return path.Join("data", runID, attemptID, fmt.Sprintf("part-%06d.parquet", n))
+}
+
+// WritePlan stores a new run's plan, create-if-absent.
+func (l *Log) WritePlan(ctx context.Context, p *Plan) error {
+	p.Version = currentVersion()
+	err := l.bucket.Put(ctx, l.planKey(p.RunID), bytes.NewReader(encode(p)), objstore.PutOptions{IfNotExist: true, ContentType: "application/json"})
+	if err != nil {
+		return fmt.Errorf("write plan of run %s: %w", p.RunID, err)
+	}
+	return nil
+}
+
+// ReadPlan reads a run's plan.
+func (l *Log) ReadPlan(ctx context.Context, runID string) (*Plan, error) {
+	var p Plan
+	if err := l.readJSON(ctx, l.planKey(runID), &p); err != nil {
+		return nil, fmt.Errorf("read plan of run %s: %w", runID, err)
+	}
+	if err := p.Version.check("plan of run " + runID); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// ListRuns returns the ids of every run with a plan, oldest first.
+func (l *Log) ListRuns(ctx context.Context) ([]string, error) {
+	var runs []string
+	prefix := l.Key("_runs") + "/"
+	err := l.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
+		rest := strings.TrimPrefix(a.Key, prefix)
+		if id, ok := strings.CutSuffix(rest, "/plan.json"); ok && !strings.Contains(id, "/") {
+			runs = append(runs, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	sort.Strings(runs)
+	return runs, nil
+}
+
+// WriteFileCheckpoint appends ck to its run's chain: it is written at
+// position ck.N and names position N-1 as its predecessor. ErrChainTaken
+// when the position is already taken.
+func (l *Log) WriteFileCheckpoint(ctx context.Context, ck *FileCheckpoint) error {
+	ck.Version = currentVersion()
+	ck.Written = time.Now().UTC()
+	if ck.N > 1 {
+		ck.Prev = ckptName(ck.N - 1)
+	}
+	key := l.Key("_runs", ck.RunID, ckptName(ck.N))
+	data := encode(ck)
+	err := l.bucket.Put(ctx, key, bytes.NewReader(data), objstore.PutOptions{IfNotExist: true, ContentType: "application/json"})
+	if errors.Is(err, objstore.ErrExist) {
+		// Ours, if a retry met our own first write.
+		var there FileCheckpoint
+		if rerr := l.readJSON(ctx, key, &there); rerr == nil && there.AttemptID == ck.AttemptID && there.File.Key == ck.File.Key {
+			return nil
+		}
+		return fmt.Errorf("write checkpoint %d of run %s: %w", ck.N, ck.RunID, ErrChainTaken)
+	}
+	if err != nil {
+		return fmt.Errorf("write checkpoint %d of run %s: %w", ck.N, ck.RunID, err)
+	}
+	return nil
+}
+
+// ReadChain reads a run's checkpoints from the first on, stopping at the
+// first gap: only a contiguous chain counts, and a file that no checkpoint
+// of it names is an orphan.
+func (l *Log) ReadChain(ctx context.Context, runID string) ([]FileCheckpoint, error) {
+	var chain []FileCheckpoint
+	for n := 1; ; n++ {
+		var ck FileCheckpoint
+		err := l.readJSON(ctx, l.Key("_runs", runID, ckptName(n)), &ck)
+		if errors.Is(err, objstore.ErrNotExist) {
+			return chain, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %d of run %s: %w", n, runID, err)
+		}
+		if err := ck.Version.check("checkpoint"); err != nil {
+			return nil, err
+		}
+		if ck.N != n || (n > 1 && ck.Prev != ckptName(n-1)) {
+			return nil, fmt.Errorf("checkpoint %d of run %s is not part of its chain", n, runID)
+		}
+		chain = append(chain, ck)
+	}
+}

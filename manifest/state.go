@@ -1,0 +1,99 @@
+package manifest
+
+import (
+	"slices"
+)
+
+// State is the fold of a model's commit log up to Seq.
+type State struct {
+	Version
+	Seq int64 `json:"seq"` // 0: empty log
+	// Identity is nil until the first commit.
+	Identity *Identity `json:"identity,omitempty"`
+	// Watermark is the exclusive upper bound of what has been exported.
+	Watermark *string `json:"watermark"`
+	FromFloor *string `json:"from_floor,omitempty"`
+	// LastWatermarkSeq is the newest commit that moved the watermark.
+	LastWatermarkSeq int64 `json:"last_watermark_seq"`
+	// Files is the committed set in the order the files were added.
+	Files  []File  `json:"files"`
+	Schema *Schema `json:"schema,omitempty"`
+	// SchemaHistory records at which seq each schema id first appeared.
+	SchemaHistory []SchemaChange `json:"schema_history,omitempty"`
+	// Runs maps every committed run to its commit's seq.
+	Runs map[string]int64 `json:"runs,omitempty"`
+	// Abandoned holds the runs a vacuum declared dead.
+	Abandoned map[string]int64 `json:"abandoned,omitempty"`
+	// Removed maps files taken out of the committed set to the seq and time
+	// of their removal, for vacuum's retention.
+	Removed map[string]Removal `json:"removed,omitempty"`
+	Layout  []byte             `json:"layout,omitempty"`
+}
+
+// SchemaChange is one step of a model's schema history.
+type SchemaChange struct {
+	Seq      int64  `json:"seq"`
+	SchemaID string `json:"schema_id"`
+}
+
+// Removal says when a file left the committed set.
+type Removal struct {
+	Seq       int64 `json:"seq"`
+	Committed int64 `json:"committed_unix"`
+}
+
+// apply folds one commit into the state. The commit must be at Seq+1.
+func (s *State) apply(c *Commit) {
+	s.Seq = c.Seq
+	if s.Identity == nil {
+		id := c.Identity
+		s.Identity = &id
+	}
+	if MovesWatermark(c.Kind) {
+		s.LastWatermarkSeq = c.Seq
+	}
+	if c.Watermark != nil {
+		s.Watermark = c.Watermark
+	}
+	s.FromFloor = c.FromFloor
+	if len(c.Removed) > 0 {
+		gone := make(map[string]bool, len(c.Removed))
+		for _, k := range c.Removed {
+			gone[k] = true
+			if s.Removed == nil {
+				s.Removed = make(map[string]Removal)
+			}
+			s.Removed[k] = Removal{Seq: c.Seq, Committed: c.Committed.Unix()}
+		}
+		s.Files = slices.DeleteFunc(s.Files, func(f File) bool { return gone[f.Key] })
+	}
+	s.Files = append(s.Files, c.Added...)
+	if c.Schema != nil && (s.Schema == nil || s.Schema.ID != c.Schema.ID) {
+		s.Schema = c.Schema
+		s.SchemaHistory = append(s.SchemaHistory, SchemaChange{Seq: c.Seq, SchemaID: c.Schema.ID})
+	}
+	if c.RunID != "" {
+		if s.Runs == nil {
+			s.Runs = make(map[string]int64)
+		}
+		s.Runs[c.RunID] = c.Seq
+	}
+	for _, r := range c.Abandoned {
+		if s.Abandoned == nil {
+			s.Abandoned = make(map[string]int64)
+		}
+		s.Abandoned[r] = c.Seq
+	}
+	if len(c.Layout) > 0 {
+		s.Layout = c.Layout
+	}
+}
+
+// FileSet returns the committed files keyed by key.
+func (s *State) FileSet() map[string]File {
+	m := make(map[string]File, len(s.Files))
+	for _, f := range s.Files {
+		m[f.Key] = f
+	}
+	return m
+}

@@ -1,0 +1,253 @@
+// Package manifest defines highwater's durable state and the commit log that
+// holds it. Everything a reader or a later run needs lives in the destination,
+// next to the data, as JSON:
+//
+//	<model>/_runs/<run-id>/plan.json          the plan, written before extraction
+//	<model>/_runs/<run-id>/ckpt-<n>.json      one per durable data file, a chain
+//	<model>/_manifests/<seq>.json             commits, seq zero-padded, gapless
+//	<model>/_manifests/<seq>.checkpoint.json  the folded state every N commits
+//	<model>/_manifests/_last_checkpoint       a hint naming the newest of those
+//	<model>/data/<run-id>/<attempt-id>/part-<n>.parquet
+//
+// Run ids start with their UTC creation time, so keys sort in the order they
+// were written. Commits and checkpoints are written create-if-absent: the
+// store's own precondition is the only lock. Values of the modified-at and
+// key columns are kept as PostgreSQL text literals, never as JSON numbers, so
+// that an int8 above 2^53 or a microsecond never passes through a float.
+package manifest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/highwater-dev/highwater/formats"
+)
+
+// FormatVersion is the version of the state written by this build;
+// MinReaderVersion is the oldest reader that understands it.
+const (
+	FormatVersion    = 1
+	MinReaderVersion = 1
+)
+
+// Kinds of runs, as recorded in plans and commits.
+const (
+	KindExport      = "export"
+	KindFullRefresh = "full_refresh"
+	KindBackfill    = "backfill"
+	KindDedupe      = "dedupe"
+	KindVacuum      = "vacuum"
+)
+
+// MovesWatermark reports whether commits of this kind advance the watermark.
+// Only those make a concurrent export abandon its plan; the others are
+// rebased over.
+func MovesWatermark(kind string) bool {
+	return kind == KindExport || kind == KindFullRefresh
+}
+
+// Version is the header of every state document.
+type Version struct {
+	FormatVersion    int `json:"format_version"`
+	MinReaderVersion int `json:"min_reader_version"`
+}
+
+func currentVersion() Version {
+	return Version{FormatVersion: FormatVersion, MinReaderVersion: MinReaderVersion}
+}
+
+func (v Version) check(what string) error {
+	if v.MinReaderVersion > FormatVersion {
+		return fmt.Errorf("%s needs highwater state format %d or newer, this build reads %d: upgrade highwater", what, v.MinReaderVersion, FormatVersion)
+	}
+	return nil
+}
+
+// Identity says what a model's state belongs to. A run whose identity
+// differs from the committed one is refused, so two tables or two tenants
+// never share a watermark by accident.
+type Identity struct {
+	SystemID     string   `json:"system_identifier"`
+	Database     string   `json:"database"`
+	Relation     string   `json:"relation,omitempty"`
+	QueryHash    string   `json:"source_query_sha256,omitempty"`
+	PrimaryKey   []string `json:"primary_key"`
+	ModifiedAt   string   `json:"modified_at"`
+	TenantColumn string   `json:"tenant_column,omitempty"`
+	Tenant       *string  `json:"tenant,omitempty"`
+	// TimeZone interprets a naive timestamp modified-at column.
+	TimeZone string `json:"time_zone,omitempty"`
+}
+
+// Diff names the first field in which other differs, or "" when equal.
+func (id Identity) Diff(other Identity) string {
+	str := func(p *string) string {
+		if p == nil {
+			return "(none)"
+		}
+		return fmt.Sprintf("%q", *p)
+	}
+	switch {
+	case id.SystemID != other.SystemID:
+		return fmt.Sprintf("source system %s, not %s", id.SystemID, other.SystemID)
+	case id.Database != other.Database:
+		return fmt.Sprintf("database %q, not %q", id.Database, other.Database)
+	case id.Relation != other.Relation:
+		return fmt.Sprintf("relation %q, not %q", id.Relation, other.Relation)
+	case id.QueryHash != other.QueryHash:
+		return "another source_query"
+	case !slices.Equal(id.PrimaryKey, other.PrimaryKey):
+		return fmt.Sprintf("primary key %v, not %v", id.PrimaryKey, other.PrimaryKey)
+	case id.ModifiedAt != other.ModifiedAt:
+		return fmt.Sprintf("modified-at column %q, not %q", id.ModifiedAt, other.ModifiedAt)
+	case id.TenantColumn != other.TenantColumn:
+		return fmt.Sprintf("tenant column %q, not %q", id.TenantColumn, other.TenantColumn)
+	case str(id.Tenant) != str(other.Tenant):
+		return fmt.Sprintf("tenant %s, not %s", str(id.Tenant), str(other.Tenant))
+	case id.TimeZone != other.TimeZone:
+		return fmt.Sprintf("time zone %q, not %q", id.TimeZone, other.TimeZone)
+	}
+	return ""
+}
+
+// Interval is the half-open range [From, To) of the modified-at column that
+// a run reads. Values are PostgreSQL literals in the column's own type.
+type Interval struct {
+	From *string `json:"from"` // nil: no lower bound
+	To   string  `json:"to"`
+	// IncludeNull: rows whose modified-at is NULL are read too (first run and
+	// full refresh).
+	IncludeNull bool `json:"include_null,omitempty"`
+}
+
+// Cursor is a position in (modified_at, pk...) order.
+type Cursor struct {
+	ModifiedAt *string  `json:"modified_at"` // nil for a row with NULL modified-at
+	Key        []string `json:"key"`
+}
+
+// Metrics are counted by every export.
+type Metrics struct {
+	RowsTransferred      int64 `json:"rows_transferred"`
+	DeltaRowsTransferred int64 `json:"delta_rows_transferred"`
+	RowsInLookback       int64 `json:"rows_in_lookback"`
+	RowsBeyondTo         int64 `json:"rows_beyond_to"`
+	RowsNullModifiedAt   int64 `json:"rows_null_modified_at"`
+	Files                int64 `json:"files"`
+	Bytes                int64 `json:"bytes"`
+	Pages                int64 `json:"pages"`
+}
+
+// Add accumulates the per-file counters of m2 into m.
+func (m *Metrics) Add(m2 Metrics) {
+	m.RowsTransferred += m2.RowsTransferred
+	m.DeltaRowsTransferred += m2.DeltaRowsTransferred
+	m.RowsInLookback += m2.RowsInLookback
+	m.RowsBeyondTo += m2.RowsBeyondTo
+	m.RowsNullModifiedAt += m2.RowsNullModifiedAt
+	m.Files += m2.Files
+	m.Bytes += m2.Bytes
+	m.Pages += m2.Pages
+}
+
+// File is one committed data file.
+type File struct {
+	// Key is relative to the model's root: data/<run>/<attempt>/part-<n>.parquet.
+	Key    string `json:"key"`
+	Rows   int64  `json:"rows"`
+	Bytes  int64  `json:"bytes"`
+	SHA256 string `json:"sha256"`
+	// First and Last are the first and last rows in (modified_at, pk) order.
+	First *Cursor `json:"first,omitempty"`
+	Last  *Cursor `json:"last,omitempty"`
+	// MinModifiedAt and MaxModifiedAt ignore NULLs; nil when all are NULL.
+	MinModifiedAt *string `json:"min_modified_at,omitempty"`
+	MaxModifiedAt *string `json:"max_modified_at,omitempty"`
+	SchemaID      string  `json:"schema_id"`
+	// Bucket is the dedupe layout's partition of the file, when it has one.
+	Bucket *int `json:"bucket,omitempty"`
+}
+
+// Schema is the Parquet schema of a model's files.
+type Schema struct {
+	ID     string           `json:"id"`
+	Fields []formats.Field  `json:"fields"`
+	Source []formats.Column `json:"source_columns,omitempty"`
+}
+
+// NewSchema gives fields a content-derived id.
+func NewSchema(fields []formats.Field, source []formats.Column) *Schema {
+	b, _ := json.Marshal(fields)
+	sum := sha256.Sum256(b)
+	return &Schema{ID: hex.EncodeToString(sum[:8]), Fields: fields, Source: source}
+}
+
+// Plan is written before the first page is read. A retry of the run reuses
+// it, and so its upper bound.
+type Plan struct {
+	Version
+	RunID    string   `json:"run_id"`
+	Model    string   `json:"model"`
+	Kind     string   `json:"kind"`
+	Identity Identity `json:"identity"`
+	Interval Interval `json:"interval"`
+	// ToBound says what fixed Interval.To: "clock", "oldest_transaction",
+	// "replay", "prepared_transaction", "window".
+	ToBound       string  `json:"to_bound"`
+	ToBoundDetail string  `json:"to_bound_detail,omitempty"`
+	PrevWatermark *string `json:"previous_watermark"`
+	// BaseSeq is the head of the log the plan was made on (0: empty log).
+	BaseSeq  int64  `json:"base_seq"`
+	Lookback string `json:"lookback"`
+	// HWVersion is written into every row's _hw_version (µs since the epoch).
+	HWVersion int64     `json:"hw_version"`
+	Created   time.Time `json:"created"`
+}
+
+// FileCheckpoint records one durable data file of a run. The checkpoints
+// of a run form a chain: ckpt-<n> names ckpt-<n-1>, and each is written
+// create-if-absent, so two attempts can never both extend the chain.
+type FileCheckpoint struct {
+	Version
+	RunID     string `json:"run_id"`
+	AttemptID string `json:"attempt_id"`
+	N         int    `json:"n"`
+	Prev      string `json:"prev,omitempty"`
+	File      File   `json:"file"`
+	// Metrics are the run's totals up to and including this file, so that
+	// a resumed attempt keeps counting.
+	Metrics Metrics   `json:"metrics"`
+	Written time.Time `json:"written"`
+}
+
+// Commit is one entry of the log.
+type Commit struct {
+	Version
+	Seq      int64     `json:"seq"`
+	CommitID string    `json:"commit_id"`
+	Kind     string    `json:"kind"`
+	RunID    string    `json:"run_id"`
+	Identity Identity  `json:"identity"`
+	Interval *Interval `json:"interval,omitempty"`
+	ToBound  string    `json:"to_bound,omitempty"`
+	// Watermark after this commit (unchanged by dedupe, backfill, vacuum).
+	Watermark *string `json:"watermark"`
+	// FromFloor caps the next run's from, e.g. at the start of a stuck
+	// transaction that the upper bound had to ignore.
+	FromFloor *string  `json:"from_floor,omitempty"`
+	Added     []File   `json:"added,omitempty"`
+	Removed   []string `json:"removed,omitempty"`
+	// Abandoned lists runs that a vacuum declared dead: they can no longer
+	// commit, and their files may be deleted.
+	Abandoned []string `json:"abandoned,omitempty"`
+	Schema    *Schema  `json:"schema,omitempty"`
+	Metrics   *Metrics `json:"metrics,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+	// Layout records the dedupe layout (e.g. key-hash buckets).
+	Layout    json.RawMessage `json:"layout,omitempty"`
+	Committed time.Time       `json:"committed"`
+}
