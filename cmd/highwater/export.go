@@ -227,4 +227,3 @@ func deref(s *string) string {
 	}
 	return *s
 }
-
