@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# test.sh starts the object-store servers, runs every test against them and
+# a throwaway PostgreSQL, and stops the servers whatever happened.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CACHE=${HIGHWATER_CACHE:-$HOME/.cache/highwater}
+
+scripts/servers.sh start
+trap 'scripts/servers.sh stop' EXIT
+set -a
+# shellcheck disable=SC1091
+. "$CACHE/servers.env"
+set +a
+go vet ./...
+go test -p 2 -timeout 14m -count=1 "$@" ./...
