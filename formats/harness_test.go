@@ -166,14 +166,17 @@ func expectedCells(t testing.TB, conn *pgx.Conn, table string, cols []Column) []
 		elemMoney := c.ElemOID == oidMoney
 		switch {
 		case c.ElemOID != 0:
-			x := "x::text"
+			// generate_subscripts, not unnest: unnest expands composites.
+			x := id + "[hw_i]"
 			switch {
 			case elemMoney:
-				x = "x::numeric::text"
+				x += "::numeric::text"
 			case c.ElemOID == oidBpchar:
-				x = "x" // ::text would strip the padding that is written
+				// ::text would strip the padding that is written
+			default:
+				x += "::text"
 			}
-			exprs[i] = fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE ARRAY(SELECT %s FROM unnest(%s) x) END", id, x, id)
+			exprs[i] = fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE ARRAY(SELECT %s FROM generate_subscripts(%s, 1) hw_i) END", id, x, id)
 		case c.TypeOID == oidMoney:
 			exprs[i] = id + "::numeric::text"
 		case c.TypeOID == oidBpchar:

@@ -41,3 +41,8 @@ func TestRoundTripCore(t *testing.T) {
 	_, conn := loadFixture(t, "core.sql")
 	roundTrip(t, conn, "core", Options{})
 }
+
+func TestRoundTripAll(t *testing.T) {
+	_, conn := loadFixture(t, "all.sql")
+	roundTrip(t, conn, "alltypes", Options{})
+}
