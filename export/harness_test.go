@@ -16,6 +16,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/jackc/pgx/v5"
 )
 
 var pg *pgtest.Server
@@ -211,4 +212,14 @@ func scalar(t *testing.T, rows [][]string) string {
 		t.Fatalf("want one value, got %v", rows)
 	}
 	return rows[0][0]
+}
+
+func (l *lake) connect() *pgx.Conn {
+	l.t.Helper()
+	conn, err := pgx.Connect(l.t.Context(), l.db)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	l.t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
 }

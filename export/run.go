@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
@@ -34,8 +35,10 @@ type runner struct {
 	plan    *manifest.Plan
 	chain   []manifest.FileCheckpoint
 	attempt string
-	warn    []string
 	logger  *slog.Logger
+
+	warnMu sync.Mutex // the reader goroutine warns too
+	warn   []string
 }
 
 // Run exports one model. It resumes the model's unfinished run when there
@@ -52,7 +55,9 @@ func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destinatio
 
 func (r *runner) warnf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
+	r.warnMu.Lock()
 	r.warn = append(r.warn, msg)
+	r.warnMu.Unlock()
 	r.logger.Warn(msg)
 }
 
@@ -282,6 +287,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	sc := r.src.NewScanner(t, r.mapping.SelectExprs(t.Quoted()))
 	sc.PageRows = r.opts.PageRows
 	sc.Warn = func(msg string) { r.warnf("%s", msg) }
+	sc.AfterPage = func() { r.opts.Failpoint("after-page") }
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -65,7 +65,9 @@ type Scanner struct {
 	Pages int64
 	// Warn receives notices found while scanning (e.g. a query whose
 	// predicates are not pushed down); called at most once per kind.
-	Warn      func(string)
+	Warn func(string)
+	// AfterPage, when set, runs after each page (a test hook).
+	AfterPage func()
 	explained bool
 	// last keeps the key values of the newest row passed to fn, since the
 	// row's own values are gone when the scan returns.
@@ -331,6 +333,9 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return sc.src.classify("read page", err)
+		}
+		if sc.AfterPage != nil {
+			sc.AfterPage()
 		}
 		if n < sc.PageRows {
 			return nil
