@@ -92,6 +92,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.checkIdentity(st); err != nil {
 		return nil, err
 	}
+	if st.Schema != nil {
+		if _, err := formats.Evolve(st.Schema.Fields, r.schema.Fields); err != nil {
+			return nil, fmt.Errorf("schema of %s changed: %w", r.opts.Model, err)
+		}
+	}
 	resumed, err := r.resume(ctx, st)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/highwater-dev/highwater/formats"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -54,9 +55,11 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 	}
 	// Text forms (of keys, ranges, arrays) must not depend on the role's
 	// settings, so the session is pinned.
-	if _, err := conn.Exec(ctx, "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; SET extra_float_digits = 3"); err != nil {
-		conn.Close(ctx)
-		return nil, s.classify("configure source session", err)
+	for name, value := range formats.SessionSettings() {
+		if _, err := conn.Exec(ctx, "SELECT set_config($1, $2, false)", name, value); err != nil {
+			conn.Close(ctx)
+			return nil, s.classify("configure source session", err)
+		}
 	}
 	if err := conn.QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()").Scan(&s.SystemID); err != nil {
 		// pg_control_system() may be revoked; the server's address then
