@@ -1,0 +1,100 @@
+package dedupe
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	DefaultMemoryLimit     = 256 << 20
+	DefaultTargetFileBytes = 128 << 20
+	DefaultLookback        = 30 * time.Second
+)
+
+// ErrNoState: the model has no commits to dedupe.
+var ErrNoState = errors.New("the model has no commits")
+
+// Options describe one dedupe of one model.
+type Options struct {
+	Model string
+	// MemoryLimit bounds the process's memory use; what does not fit is
+	// spilled to TempDir.
+	MemoryLimit int64
+	// TargetFileBytes is the size at which output files roll.
+	TargetFileBytes int64
+	// KeepTombstones keeps every winning tombstone in the output. Without
+	// it, a tombstone is kept only while an older version of its key could
+	// still arrive, i.e. while its modified-at is within the lookback of
+	// the watermark.
+	KeepTombstones bool
+	// Lookback overrides the lookback of the model's last export plan; when
+	// nil and the log has no such plan, DefaultLookback.
+	Lookback *time.Duration
+	// TempDir holds spill files; os.TempDir() when empty.
+	TempDir string
+	// Compression of the output files: zstd by default.
+	Compression string
+	// Buckets forces the number of key-hash buckets of a new layout; 0
+	// chooses it from the data size.
+	Buckets int
+
+	Logger *slog.Logger
+	// Failpoint, when set, is called at named points of the run
+	// ("dedupe-before-commit", "dedupe-after-commit"). A test makes it
+	// kill the process, or panic, there.
+	Failpoint func(name string)
+}
+
+func (o *Options) setDefaults() {
+	if o.MemoryLimit <= 0 {
+		o.MemoryLimit = DefaultMemoryLimit
+	}
+	if o.TargetFileBytes <= 0 {
+		o.TargetFileBytes = DefaultTargetFileBytes
+	}
+	if o.TempDir == "" {
+		o.TempDir = os.TempDir()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Failpoint == nil {
+		o.Failpoint = func(string) {}
+	}
+}
+
+// Validate checks what can be checked before touching the destination.
+func (o *Options) Validate() error {
+	switch {
+	case o.Model == "":
+		return errors.New("no model name")
+	case o.MemoryLimit > 0 && o.MemoryLimit < 8<<20:
+		return fmt.Errorf("memory limit %d bytes is below the minimum of 8 MiB", o.MemoryLimit)
+	case o.Lookback != nil && *o.Lookback < 0:
+		return fmt.Errorf("lookback %s is negative", *o.Lookback)
+	case o.Buckets < 0:
+		return fmt.Errorf("bucket count %d is negative", o.Buckets)
+	}
+	return nil
+}
+
+// budget splits the memory limit between the parts of a run. The Go heap
+// is kept well below the limit because RSS also holds the runtime, the
+// stacks and garbage not yet collected.
+type budget struct {
+	sortBytes     int64 // records held in memory by one sort run
+	rowGroupBytes int64 // raw bytes of one output row group
+	spillBuffers  int64 // write buffers of all bucket spill files together
+}
+
+func newBudget(limit int64) budget {
+	return budget{
+		sortBytes:     limit / 5,
+		rowGroupBytes: min(limit/12, 32<<20),
+		spillBuffers:  limit / 16,
+	}
+}

@@ -1,0 +1,431 @@
+package dedupe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/manifest"
+	"github.com/parquet-go/parquet-go"
+)
+
+// ErrAbandoned: a vacuum declared this dedupe's run dead before it could
+// commit.
+var ErrAbandoned = errors.New("the run was declared abandoned")
+
+// maxRounds bounds how often a dedupe starts over because another dedupe
+// or a full refresh committed meanwhile.
+const maxRounds = 5
+
+// Result describes a dedupe.
+type Result struct {
+	// Commit is nil when there was nothing to do; Reason says why.
+	Commit *manifest.Commit
+	Reason string
+	Layout Layout
+	// FullRewrite: every committed file was an input (first dedupe, or a
+	// new layout).
+	FullRewrite    bool
+	BucketsTouched int
+	InputFiles     int
+	InputBytes     int64
+	InputRows      int64
+	OutputFiles    int
+	OutputBytes    int64
+	OutputRows     int64
+	// TombstonesDropped counts winning tombstones past the lookback.
+	TombstonesDropped int64
+	// SortRuns counts sort runs spilled to disk (0: everything fitted).
+	SortRuns int
+	// Rounds counts the attempts, >1 when it had to start over.
+	Rounds   int
+	Rebased  bool
+	Warnings []string
+}
+
+type runner struct {
+	opts   Options
+	dest   *destination.Destination
+	log    *manifest.Log
+	logger *slog.Logger
+	budget budget
+}
+
+// Run dedupes one model: it rewrites the committed set, or the buckets that
+// new files touch, into one row per primary key, and commits the result in
+// one commit that removes every input.
+func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Result, error) {
+	opts.setDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	// The limit is a promise about the process: make the collector keep
+	// the heap under it, with room for what is not heap.
+	prev := debug.SetMemoryLimit(opts.MemoryLimit * 3 / 4)
+	defer debug.SetMemoryLimit(prev)
+	r := &runner{opts: opts, dest: dest, log: manifest.NewLog(dest, opts.Model),
+		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit)}
+	res := &Result{}
+	for round := 1; round <= maxRounds; round++ {
+		res.Rounds = round
+		again, err := r.round(ctx, res)
+		if err != nil || !again {
+			return res, err
+		}
+	}
+	return res, fmt.Errorf("dedupe %s: other writers removed files %d times while it ran; run it again later", opts.Model, maxRounds)
+}
+
+// work is what one round rewrites.
+type work struct {
+	base   *manifest.State
+	layout Layout
+	full   bool
+	// fresh are the unbucketed files (all files on a full rewrite), in
+	// committed order; bucketed are the bucket files by bucket.
+	fresh    []manifest.File
+	bucketed map[int][]manifest.File
+	order    map[string]int // committed position of every file
+	floor    *int64         // tombstones older than this are dropped
+	modKind  pgsource.ModKind
+}
+
+func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*work, string, error) {
+	if st.Seq == 0 || st.Identity == nil {
+		return nil, "", fmt.Errorf("dedupe %s: %w", r.opts.Model, ErrNoState)
+	}
+	if len(st.Files) == 0 {
+		return nil, "the committed set is empty", nil
+	}
+	w := &work{base: st, bucketed: map[int][]manifest.File{}, order: map[string]int{}}
+	var total int64
+	for i, f := range st.Files {
+		w.order[f.Key] = i
+		total += f.Bytes
+	}
+	layout, ok, err := committedLayout(st)
+	if err != nil {
+		return nil, "", err
+	}
+	if ok {
+		for _, f := range st.Files {
+			if f.Bucket != nil && *f.Bucket >= layout.Buckets {
+				ok = false // files of another layout: start afresh
+			}
+		}
+	}
+	if ok && int64(layout.Buckets) < maxBuckets && total/int64(layout.Buckets) > relayoutFactor*r.opts.TargetFileBytes {
+		r.logger.Info("buckets outgrew the target file size; rewriting into a new layout", "buckets", layout.Buckets, "bytes", total)
+		ok = false
+	}
+	if !ok {
+		n := r.opts.Buckets
+		if n == 0 {
+			n = chooseBuckets(total, r.opts.TargetFileBytes)
+		}
+		w.layout, w.full, w.fresh = Layout{Scheme: layoutScheme, Hash: layoutHash, Buckets: n}, true, st.Files
+	} else {
+		w.layout = layout
+		for _, f := range st.Files {
+			if f.Bucket == nil {
+				w.fresh = append(w.fresh, f)
+			} else {
+				w.bucketed[*f.Bucket] = append(w.bucketed[*f.Bucket], f)
+			}
+		}
+		if len(w.fresh) == 0 {
+			return nil, fmt.Sprintf("nothing was committed since the last dedupe (seq %d): every file is in its bucket", st.Seq), nil
+		}
+	}
+	if w.modKind, err = modKindOf(st); err != nil {
+		return nil, "", err
+	}
+	if !r.opts.KeepTombstones && st.Watermark != nil {
+		lookback, err := r.lookback(ctx, st)
+		if err != nil {
+			return nil, "", err
+		}
+		wm, err := pgsource.ParseMod(w.modKind, *st.Watermark)
+		if err != nil {
+			return nil, "", fmt.Errorf("read the committed watermark: %w", err)
+		}
+		floor := wm.Sub(w.modKind, lookback)
+		// A stuck transaction can hold the next run's from below the
+		// lookback: its rows could still bring older versions.
+		if st.FromFloor != nil {
+			if ff, err := pgsource.ParseMod(w.modKind, *st.FromFloor); err == nil && ff < floor {
+				floor = ff
+			}
+		}
+		f := int64(floor)
+		w.floor = &f
+	}
+	return w, "", nil
+}
+
+// lookback is the one the next export will use: the option, else the last
+// export plan's, else the default.
+func (r *runner) lookback(ctx context.Context, st *manifest.State) (time.Duration, error) {
+	if r.opts.Lookback != nil {
+		return *r.opts.Lookback, nil
+	}
+	for run, seq := range st.Runs {
+		if seq != st.LastWatermarkSeq {
+			continue
+		}
+		p, err := r.log.ReadPlan(ctx, run)
+		if err != nil {
+			return 0, fmt.Errorf("read the last export's lookback: %w", err)
+		}
+		d, err := time.ParseDuration(p.Lookback)
+		if err != nil {
+			return 0, fmt.Errorf("read the last export's lookback %q: %w", p.Lookback, err)
+		}
+		return d, nil
+	}
+	return DefaultLookback, nil
+}
+
+func modKindOf(st *manifest.State) (pgsource.ModKind, error) {
+	if st.Schema != nil {
+		for _, f := range st.Schema.Fields {
+			if f.Name != st.Identity.ModifiedAt {
+				continue
+			}
+			switch f.Logical {
+			case "DATE":
+				return pgsource.ModDate, nil
+			case "TIMESTAMP(MICROS,false)":
+				return pgsource.ModTimestamp, nil
+			case "TIMESTAMP(MICROS,true)":
+				return pgsource.ModTimestamptz, nil
+			}
+			return 0, fmt.Errorf("modified-at column %q is written as %s %s, not as a timestamp or date", f.Name, f.Physical, f.Logical)
+		}
+	}
+	return 0, fmt.Errorf("the committed schema has no modified-at column %q", st.Identity.ModifiedAt)
+}
+
+// round plans, rewrites and commits once. again means another dedupe or a
+// full refresh committed meanwhile and the caller must start over.
+func (r *runner) round(ctx context.Context, res *Result) (again bool, err error) {
+	st, err := r.log.ReadState(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	}
+	w, reason, err := r.plan(ctx, st, res)
+	if err != nil || w == nil {
+		res.Reason = reason
+		return false, err
+	}
+	p := &manifest.Plan{RunID: manifest.NewRunID(time.Now()), Model: r.opts.Model, Kind: manifest.KindDedupe,
+		Identity: *st.Identity, PrevWatermark: st.Watermark, BaseSeq: st.Seq, Created: time.Now().UTC()}
+	if err := r.log.WritePlan(ctx, p); err != nil {
+		return false, err
+	}
+	r.logger.Info("dedupe planned", "run", p.RunID, "base_seq", st.Seq, "buckets", w.layout.Buckets, "full", w.full, "fresh_files", len(w.fresh))
+	out, stats, err := r.rewrite(ctx, w, p.RunID)
+	if err != nil {
+		return false, err
+	}
+	*res = Result{Layout: w.layout, FullRewrite: w.full, Rounds: res.Rounds}
+	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
+	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
+	res.TombstonesDropped, res.SortRuns = stats.dropped, stats.sortRuns
+
+	r.opts.Failpoint("dedupe-before-commit")
+	c, again, err := r.commit(ctx, w, p, out.files, stats.inputs, res)
+	if err != nil || again {
+		// Nothing references the outputs: remove them now rather than
+		// leave them to a vacuum.
+		r.discard(out.files)
+		return again, err
+	}
+	res.Commit = c
+	r.opts.Failpoint("dedupe-after-commit")
+	if err := r.log.WriteSymlinkManifest(ctx, r.dest.ObjectURL); err != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("rewrite the symlink manifest: %v", err))
+	}
+	return false, nil
+}
+
+func (r *runner) discard(files []manifest.File) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, f := range files {
+		_ = r.dest.Delete(ctx, r.log.Key(f.Key))
+	}
+}
+
+// commit appends the dedupe to the log. It rebases over commits that only
+// added files, as long as every input is still committed; anything that
+// removed files means the rewrite may be stale, and it starts over.
+func (r *runner) commit(ctx context.Context, w *work, p *manifest.Plan, added []manifest.File, inputs []manifest.File, res *Result) (*manifest.Commit, bool, error) {
+	removed := make([]string, len(inputs))
+	for i, f := range inputs {
+		removed[i] = f.Key
+	}
+	checked := w.base.Seq
+	for {
+		st, err := r.log.ReadState(ctx)
+		if err != nil {
+			return nil, false, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+		}
+		if _, dead := st.Abandoned[p.RunID]; dead {
+			return nil, false, fmt.Errorf("dedupe run %s: %w by a vacuum; run the dedupe again", p.RunID, ErrAbandoned)
+		}
+		for seq := checked + 1; seq <= st.Seq; seq++ {
+			c, err := r.log.ReadCommit(ctx, seq)
+			if err != nil {
+				return nil, false, err
+			}
+			if len(c.Removed) > 0 || c.Kind == manifest.KindDedupe || c.Kind == manifest.KindFullRefresh {
+				r.logger.Info("a commit removed files since the dedupe began; starting over", "seq", seq, "kind", c.Kind)
+				return nil, true, nil
+			}
+			res.Rebased = true
+		}
+		checked = st.Seq
+		live := st.FileSet()
+		for _, f := range inputs {
+			if _, ok := live[f.Key]; !ok {
+				return nil, true, nil
+			}
+		}
+		c := &manifest.Commit{
+			Kind: manifest.KindDedupe, RunID: p.RunID, Identity: *st.Identity,
+			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: added, Removed: removed,
+			Metrics: &manifest.Metrics{RowsTransferred: res.InputRows, Files: int64(len(added)), Bytes: res.OutputBytes},
+			Layout:  w.layout.encode(), Warnings: res.Warnings,
+		}
+		err = r.log.Commit(ctx, st, c)
+		if errors.Is(err, manifest.ErrConflict) {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
+			continue
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("commit dedupe run %s: %w", p.RunID, err)
+		}
+		r.logger.Info("dedupe committed", "seq", c.Seq, "removed", len(removed), "added", len(added), "rows", res.OutputRows)
+		return c, false, nil
+	}
+}
+
+type rewriteStats struct {
+	inputs     []manifest.File
+	inputBytes int64
+	inputRows  int64
+	touched    int
+	dropped    int64
+	sortRuns   int
+}
+
+// rewrite partitions the fresh files' rows by bucket, adds the existing
+// files of every bucket they touch, and writes each touched bucket's
+// winners in key order.
+func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, *rewriteStats, error) {
+	dir, err := newSpillDir(r.opts.TempDir)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer dir.remove()
+	parts := newPartitions(dir, w.layout.Buckets, r.budget.spillBuffers)
+	defer parts.close()
+	stats := &rewriteStats{}
+	var (
+		sh     *shape
+		schema *parquet.Schema
+		enc    encoder
+		rec    []byte
+	)
+	read := func(f manifest.File, want int) error {
+		in, err := openInput(ctx, r.dest, r.log.Key(f.Key), dir)
+		if err != nil {
+			return err
+		}
+		defer in.close()
+		if schema == nil {
+			schema = in.pf.Schema()
+			if sh, err = newShape(schema, *w.base.Identity); err != nil {
+				return fmt.Errorf("read %s: %w", f.Key, err)
+			}
+			enc.sh = sh
+		} else if !parquet.EqualNodes(schema, in.pf.Schema()) {
+			return fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
+		}
+		stats.inputs = append(stats.inputs, f)
+		stats.inputBytes += f.Bytes
+		base := uint64(w.order[f.Key]) << 36
+		var n uint64
+		return in.eachRow(ctx, func(row parquet.Row) error {
+			var h uint64
+			rec, h = enc.encode(rec[:0], row, base|n)
+			n++
+			b := w.layout.bucketOf(h)
+			if want >= 0 && b != want {
+				return fmt.Errorf("read %s: a row of bucket %d is in a file of bucket %d: the layout is broken", f.Key, b, want)
+			}
+			stats.inputRows++
+			return parts.add(b, rec)
+		})
+	}
+	for _, f := range w.fresh {
+		if err := read(f, -1); err != nil {
+			return nil, nil, err
+		}
+	}
+	for b := range w.layout.Buckets {
+		if parts.rows[b] == 0 {
+			continue
+		}
+		stats.touched++
+		for _, f := range w.bucketed[b] {
+			if err := read(f, b); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if err := parts.finish(); err != nil {
+		return nil, nil, err
+	}
+	out := &outputs{ctx: ctx, bucket: r.dest, log: r.log, schema: schema, runID: runID, attempt: manifest.NewID()[:12],
+		target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes, modKind: w.modKind,
+		kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
+			"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
+	if len(stats.inputs) > 0 {
+		out.schemaID = stats.inputs[0].SchemaID
+	}
+	if out.codec, err = codecOf(r.opts.Compression); err != nil {
+		return nil, nil, err
+	}
+	srt := &sorter{dir: dir, budget: r.budget.sortBytes}
+	for b := range w.layout.Buckets {
+		if parts.rows[b] == 0 {
+			continue
+		}
+		err := srt.run(parts.files[b], parts.bytes[b], func(rec []byte) error {
+			if recFlags(rec)&flagDeleted != 0 && w.floor != nil && (recFlags(rec)&flagModNull != 0 || recMod(rec) < *w.floor) {
+				stats.dropped++
+				return nil
+			}
+			return out.add(b, rec)
+		})
+		if err == nil {
+			err = out.endBucket()
+		}
+		if err != nil {
+			out.abort()
+			r.discard(out.files)
+			return nil, nil, err
+		}
+		// The bucket's spill file is done with: free its disk now.
+		parts.drop(b)
+	}
+	stats.sortRuns = srt.runsWritten
+	return out, stats, nil
+}

@@ -1,0 +1,319 @@
+package dedupe
+
+import (
+	"bufio"
+	"bytes"
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// spillDir is a run's private directory of spill files, removed at the end
+// whatever happens.
+type spillDir struct {
+	dir string
+	n   int
+}
+
+func newSpillDir(parent string) (*spillDir, error) {
+	dir, err := os.MkdirTemp(parent, "highwater-dedupe-*")
+	if err != nil {
+		return nil, fmt.Errorf("create spill directory: %w", err)
+	}
+	return &spillDir{dir: dir}, nil
+}
+
+func (s *spillDir) create(prefix string) (*os.File, error) {
+	s.n++
+	f, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("%s-%06d", prefix, s.n)))
+	if err != nil {
+		return nil, fmt.Errorf("create spill file: %w", err)
+	}
+	return f, nil
+}
+
+func (s *spillDir) remove() { os.RemoveAll(s.dir) }
+
+// partitions holds one spill file per bucket. Files are opened on first
+// use, so that an incremental dedupe touching few buckets opens few files.
+type partitions struct {
+	dir     *spillDir
+	bufSize int
+	files   []*os.File
+	ws      []*bufio.Writer
+	rows    []int64
+	bytes   []int64
+}
+
+func newPartitions(dir *spillDir, buckets int, bufferBytes int64) *partitions {
+	return &partitions{
+		dir:     dir,
+		bufSize: int(max(4<<10, min(1<<20, bufferBytes/int64(buckets)))),
+		files:   make([]*os.File, buckets),
+		ws:      make([]*bufio.Writer, buckets),
+		rows:    make([]int64, buckets),
+		bytes:   make([]int64, buckets),
+	}
+}
+
+func (p *partitions) add(bucket int, rec []byte) error {
+	w := p.ws[bucket]
+	if w == nil {
+		f, err := p.dir.create(fmt.Sprintf("bucket-%05d", bucket))
+		if err != nil {
+			return err
+		}
+		p.files[bucket] = f
+		w = bufio.NewWriterSize(f, p.bufSize)
+		p.ws[bucket] = w
+	}
+	p.rows[bucket]++
+	p.bytes[bucket] += int64(len(rec))
+	if _, err := w.Write(rec); err != nil {
+		return fmt.Errorf("write spill file: %w", err)
+	}
+	return nil
+}
+
+// finish flushes every file and rewinds it for reading.
+func (p *partitions) finish() error {
+	for i, w := range p.ws {
+		if w == nil {
+			continue
+		}
+		if err := w.Flush(); err != nil {
+			return fmt.Errorf("write spill file: %w", err)
+		}
+		if _, err := p.files[i].Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("rewind spill file: %w", err)
+		}
+		p.ws[i] = nil
+	}
+	return nil
+}
+
+func (p *partitions) close() {
+	for b := range p.files {
+		p.drop(b)
+	}
+}
+
+// drop removes a bucket's spill file, to free its disk early.
+func (p *partitions) drop(b int) {
+	if f := p.files[b]; f != nil {
+		f.Close()
+		os.Remove(f.Name())
+		p.files[b] = nil
+	}
+}
+
+// recordReader reads records one at a time from a spill file.
+type recordReader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+// next returns the next record, valid until the following call; io.EOF at
+// the end.
+func (rr *recordReader) next() ([]byte, error) {
+	hdr, err := rr.r.Peek(headerLen)
+	if err != nil {
+		if errors.Is(err, io.EOF) && len(hdr) == 0 {
+			return nil, io.EOF
+		}
+		return nil, fmt.Errorf("read spill file: %w", err)
+	}
+	n := recLen(hdr)
+	rr.buf = slices.Grow(rr.buf[:0], n)[:n]
+	if _, err := io.ReadFull(rr.r, rr.buf); err != nil {
+		return nil, fmt.Errorf("read spill file: %w", err)
+	}
+	return rr.buf, nil
+}
+
+// sorter finds the winner of every key of one bucket's spill file within
+// a memory budget: it sorts runs that fit, keeps only each run's winners,
+// spills the runs when there are several, and merges them.
+type sorter struct {
+	dir    *spillDir
+	budget int64
+	arena  []byte
+	offs   []int
+	// runsWritten counts sort runs spilled, for the log and the tests.
+	runsWritten int
+}
+
+// run sorts the records of f, of size bytes, and emits each key's winner
+// in key order.
+func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error {
+	if s.arena == nil || int64(cap(s.arena)) < min(size, s.budget) {
+		s.arena = make([]byte, 0, min(size, s.budget))
+	}
+	in := &recordReader{r: bufio.NewReaderSize(f, 256<<10)}
+	var runs []*os.File
+	defer func() {
+		for _, r := range runs {
+			r.Close()
+			os.Remove(r.Name())
+		}
+	}()
+	for {
+		eof, err := s.fill(in)
+		if err != nil {
+			return err
+		}
+		s.sortArena()
+		if eof && len(runs) == 0 {
+			// Everything fitted: no run touches the disk.
+			return s.winners(emit)
+		}
+		if len(s.offs) > 0 {
+			rf, err := s.writeRun()
+			if err != nil {
+				return err
+			}
+			runs = append(runs, rf)
+		}
+		if eof {
+			break
+		}
+	}
+	s.arena, s.offs = nil, nil // the merge needs the memory
+	return s.merge(runs, emit)
+}
+
+// fill reads records into the arena until the budget is reached.
+func (s *sorter) fill(in *recordReader) (eof bool, err error) {
+	s.arena, s.offs = s.arena[:0], s.offs[:0]
+	for {
+		hdr, err := in.r.Peek(headerLen)
+		if err != nil {
+			if errors.Is(err, io.EOF) && len(hdr) == 0 {
+				return true, nil
+			}
+			return false, fmt.Errorf("read spill file: %w", err)
+		}
+		n := recLen(hdr)
+		if len(s.arena)+n > cap(s.arena) && len(s.offs) > 0 {
+			return false, nil
+		}
+		start := len(s.arena)
+		s.arena = slices.Grow(s.arena, n)[:start+n]
+		if _, err := io.ReadFull(in.r, s.arena[start:]); err != nil {
+			return false, fmt.Errorf("read spill file: %w", err)
+		}
+		s.offs = append(s.offs, start)
+	}
+}
+
+func (s *sorter) sortArena() {
+	a := s.arena
+	slices.SortFunc(s.offs, func(x, y int) int { return bytes.Compare(recSort(a[x:]), recSort(a[y:])) })
+}
+
+// winners emits the first record of each key from the sorted arena.
+func (s *sorter) winners(emit func(rec []byte) error) error {
+	var prev []byte
+	for _, off := range s.offs {
+		rec := s.arena[off:]
+		rec = rec[:recLen(rec)]
+		k := recKey(rec)
+		if prev != nil && bytes.Equal(k, prev) {
+			continue
+		}
+		prev = k
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRun spills the sorted arena's winners.
+func (s *sorter) writeRun() (*os.File, error) {
+	f, err := s.dir.create("run")
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	err = s.winners(func(rec []byte) error {
+		_, err := w.Write(rec)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write sort run: %w", err)
+	}
+	s.runsWritten++
+	return f, nil
+}
+
+// merge k-way merges sorted runs and emits the first record of each key.
+// Each run's reader buffers a share of the budget.
+func (s *sorter) merge(runs []*os.File, emit func(rec []byte) error) error {
+	bufSize := int(max(16<<10, min(1<<20, s.budget/int64(2*len(runs)))))
+	h := &runHeap{}
+	for _, f := range runs {
+		rr := &recordReader{r: bufio.NewReaderSize(f, bufSize)}
+		rec, err := rr.next()
+		if errors.Is(err, io.EOF) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		h.items = append(h.items, runHead{rr: rr, rec: rec})
+	}
+	heap.Init(h)
+	var prev []byte
+	for h.Len() > 0 {
+		top := &h.items[0]
+		k := recKey(top.rec)
+		if prev == nil || !bytes.Equal(k, prev) {
+			if err := emit(top.rec); err != nil {
+				return err
+			}
+			prev = append(prev[:0], k...)
+		}
+		rec, err := top.rr.next()
+		if errors.Is(err, io.EOF) {
+			heap.Pop(h)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		top.rec = rec
+		heap.Fix(h, 0)
+	}
+	return nil
+}
+
+type runHead struct {
+	rr  *recordReader
+	rec []byte
+}
+
+type runHeap struct{ items []runHead }
+
+func (h *runHeap) Len() int { return len(h.items) }
+func (h *runHeap) Less(i, j int) bool {
+	return bytes.Compare(recSort(h.items[i].rec), recSort(h.items[j].rec)) < 0
+}
+func (h *runHeap) Swap(i, j int) { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *runHeap) Push(x any)    { h.items = append(h.items, x.(runHead)) }
+func (h *runHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
