@@ -23,6 +23,7 @@ Usage:
   highwater export  --config FILE [--model NAME]
   highwater status  --dest URL [--model NAME] [--json]
   highwater files   --dest URL --model NAME
+  highwater ddl     --dest URL --model NAME --engine athena|spark|duckdb [--table-name NAME]
 
 Run 'highwater COMMAND -h' for the flags of a command.
 `
@@ -51,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"export": cmdExport,
 		"status": cmdStatus,
 		"files":  cmdFiles,
+		"ddl":    cmdDDL,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/readers"
+)
+
+// cmdDDL prints what one engine needs to read a model's committed set with
+// the union schema of its history. The output is a snapshot: the Athena table
+// follows later commits by itself (it reads the symlink manifest, which every
+// commit rewrites), the Spark and DuckDB ones name the files and must be
+// generated again after a commit.
+func cmdDDL(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("ddl", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	destURL := fs.String("dest", "", "destination `URL`")
+	model := fs.String("model", "", "model `name`")
+	engine := fs.String("engine", "", "engine: "+strings.Join(readers.Engines, ", "))
+	table := fs.String("table-name", "", "`name` of the table or view to create (default: the model's name)")
+	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *destURL == "" || *model == "" || *engine == "" {
+		return usageErr("--dest, --model and --engine are required")
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	if !slices.Contains(readers.Engines, *engine) {
+		return usageErr("unknown engine %q: use %s", *engine, strings.Join(readers.Engines, ", "))
+	}
+	if *table == "" {
+		*table = *model
+	}
+	d, err := destination.Open(ctx, *destURL, *tenant)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	log := manifest.NewLog(d, *model)
+	files, fields, err := readers.Load(ctx, log, d.ObjectURL)
+	if err != nil {
+		return fmt.Errorf("load %s at %s: %w", *model, d, err)
+	}
+	out, err := readers.Generate(*engine, readers.Input{Table: *table, ModelURL: d.ObjectURL(log.Key()), Files: files, Fields: fields})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(env.stdout, out)
+	return err
+}
