@@ -5,7 +5,7 @@
 
 GO          ?= go
 CACHE       ?= $(HOME)/.cache/highwater
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export HIGHWATER_CACHE := $(CACHE)
 
 .PHONY: build test deps demo bench lint clean

@@ -21,7 +21,7 @@ const (
 )
 
 type fileWriter struct {
-	w        *parquet.Writer
+	w        *parquet.GenericWriter[any]
 	maxRows  int64
 	rows     int64 // in the current row group
 	baseSize int64 // w.Size() when the current row group began
@@ -60,7 +60,7 @@ func newFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, erro
 	if err != nil {
 		return nil, fmt.Errorf("create parquet writer: %w", err)
 	}
-	return &fileWriter{w: parquet.NewWriter(w, cfg), maxRows: opts.RowGroupRows}, nil
+	return &fileWriter{w: parquet.NewGenericWriter[any](w, cfg), maxRows: opts.RowGroupRows}, nil
 }
 
 // WriteRows splits at RowGroupRows itself rather than through parquet-go's
