@@ -1,0 +1,291 @@
+package dedupe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/manifest"
+)
+
+// VacuumOptions describe one vacuum of one model.
+type VacuumOptions struct {
+	Model string
+	// OlderThan is the retention: only removals, plans and commits older
+	// than this are considered.
+	OlderThan time.Duration
+	// DryRun lists what would be declared and deleted, and changes nothing.
+	DryRun bool
+	// Now is the clock; time.Now when nil.
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Failpoint is called at "vacuum-after-commit" and "vacuum-mid-delete".
+	Failpoint func(name string)
+}
+
+// VacuumResult says what a vacuum did, or would do on a dry run.
+type VacuumResult struct {
+	// Declared lists the runs (and "run/attempt" of committed runs) that
+	// this vacuum declared abandoned.
+	Declared []string
+	Commit   *manifest.Commit
+	// Deleted lists the deleted objects, relative to the model's root.
+	Deleted []string
+	Bytes   int64
+}
+
+// commitInfo is what vacuum needs of each commit.
+type commitInfo struct {
+	kind      string
+	runID     string
+	removes   bool
+	committed time.Time
+}
+
+// Vacuum deletes objects that no reader can see: files removed from the
+// committed set by a commit older than the retention, and the files of
+// runs it first declares abandoned in a commit of its own. It never deletes
+// a committed file, and never decides by an object's age.
+func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptions) (*VacuumResult, error) {
+	if opts.Model == "" {
+		return nil, errors.New("no model name")
+	}
+	if opts.OlderThan <= 0 {
+		return nil, fmt.Errorf("retention %s must be positive", opts.OlderThan)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Failpoint == nil {
+		opts.Failpoint = func(string) {}
+	}
+	logger := opts.Logger.With("model", opts.Model)
+	log := manifest.NewLog(dest, opts.Model)
+	st, err := log.ReadState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the state of %s: %w", opts.Model, err)
+	}
+	if st.Seq == 0 {
+		return nil, fmt.Errorf("vacuum %s: %w", opts.Model, ErrNoState)
+	}
+	cutoff := opts.Now().Add(-opts.OlderThan)
+	var history []commitInfo
+	if err := log.History(ctx, func(c *manifest.Commit) error {
+		history = append(history, commitInfo{kind: c.Kind, runID: c.RunID, removes: len(c.Removed) > 0, committed: c.Committed})
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read the log of %s: %w", opts.Model, err)
+	}
+	objects := map[string]int64{}
+	dataPrefix := log.Key("data") + "/"
+	if err := dest.List(ctx, dataPrefix, func(a objstore.Attrs) error {
+		objects[strings.TrimPrefix(a.Key, log.Key()+"/")] = a.Size
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list the data of %s: %w", opts.Model, err)
+	}
+	declare, err := findAbandoned(ctx, log, st, history, objects, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	res := &VacuumResult{}
+	if len(declare) > 0 && !opts.DryRun {
+		if st, err = declareAbandoned(ctx, log, declare, res); err != nil {
+			return nil, err
+		}
+		opts.Failpoint("vacuum-after-commit")
+	} else if opts.DryRun {
+		res.Declared = declare
+	}
+	doomed := deletable(st, objects, cutoff, res.Declared)
+	if opts.DryRun {
+		for _, k := range doomed {
+			res.Deleted = append(res.Deleted, k)
+			res.Bytes += objects[k]
+		}
+		return res, nil
+	}
+	for i, k := range doomed {
+		if i == len(doomed)/2 {
+			opts.Failpoint("vacuum-mid-delete")
+		}
+		if err := dest.Delete(ctx, log.Key(k)); err != nil {
+			return res, fmt.Errorf("delete %s: %w", k, err)
+		}
+		res.Deleted = append(res.Deleted, k)
+		res.Bytes += objects[k]
+	}
+	logger.Info("vacuumed", "declared_abandoned", len(res.Declared), "deleted", len(res.Deleted), "bytes", res.Bytes)
+	return res, nil
+}
+
+// findAbandoned picks the runs that can never commit, and the stray
+// attempts of committed runs. It is conservative: a run counts only when
+// its plan, its newest checkpoint and anything that killed it are older
+// than the retention.
+func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, history []commitInfo, objects map[string]int64, cutoff time.Time) ([]string, error) {
+	runs, err := log.ListRuns(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range runs {
+		if _, done := st.Runs[id]; done {
+			continue
+		}
+		if _, dead := st.Abandoned[id]; dead {
+			continue
+		}
+		p, err := log.ReadPlan(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if !p.Created.Before(cutoff) {
+			continue
+		}
+		chain, err := log.ReadChain(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if n := len(chain); n > 0 && !chain[n-1].Written.Before(cutoff) {
+			continue // still writing files lately
+		}
+		if killer := killedBy(p, history); killer > 0 && history[killer-1].committed.Before(cutoff) {
+			out = append(out, id)
+		}
+	}
+	// Files under a committed run that no commit ever named belong to
+	// attempts that lost; the run cannot commit again.
+	ever := map[string]bool{}
+	for _, f := range st.Files {
+		ever[f.Key] = true
+	}
+	for k := range st.Removed {
+		ever[k] = true
+	}
+	strays := map[string]bool{}
+	for k := range objects {
+		parts := strings.Split(k, "/") // data/<run>/<attempt>/part
+		if len(parts) != 4 || ever[k] {
+			continue
+		}
+		seq, done := st.Runs[parts[1]]
+		if !done || !history[seq-1].committed.Before(cutoff) {
+			continue
+		}
+		ra := parts[1] + "/" + parts[2]
+		if _, dead := st.Abandoned[ra]; !dead {
+			strays[ra] = true
+		}
+	}
+	for ra := range strays {
+		out = append(out, ra)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// killedBy returns the seq of the first commit after which the plan can
+// never commit, or 0 while it still could.
+func killedBy(p *manifest.Plan, history []commitInfo) int64 {
+	for i := p.BaseSeq; i < int64(len(history)); i++ {
+		c := history[i]
+		switch p.Kind {
+		case manifest.KindExport, manifest.KindFullRefresh:
+			// export.Run gives up when the watermark moved after its plan.
+			if manifest.MovesWatermark(c.kind) {
+				return i + 1
+			}
+		case manifest.KindDedupe:
+			// A dedupe starts over, under a new run, when files were
+			// removed after its base; it never resumes an old run.
+			if c.removes {
+				return i + 1
+			}
+		case manifest.KindBackfill:
+			if c.kind == manifest.KindFullRefresh {
+				return i + 1
+			}
+		}
+	}
+	return 0
+}
+
+// declareAbandoned commits the declaration before anything is deleted, so
+// that an abandoned run can no longer commit. A run that committed
+// meanwhile is left out.
+func declareAbandoned(ctx context.Context, log *manifest.Log, declare []string, res *VacuumResult) (*manifest.State, error) {
+	for {
+		st, err := log.ReadState(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the state of %s: %w", log.Model(), err)
+		}
+		var still []string
+		for _, id := range declare {
+			run, _, _ := strings.Cut(id, "/")
+			if _, done := st.Runs[run]; done && !strings.Contains(id, "/") {
+				continue
+			}
+			still = append(still, id)
+		}
+		if len(still) == 0 {
+			return st, nil
+		}
+		c := &manifest.Commit{Kind: manifest.KindVacuum, RunID: "", Identity: *st.Identity,
+			Watermark: st.Watermark, FromFloor: st.FromFloor, Abandoned: still}
+		err = log.Commit(ctx, st, c)
+		if errors.Is(err, manifest.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("commit vacuum of %s: %w", log.Model(), err)
+		}
+		res.Declared, res.Commit = still, c
+		return st, nil
+	}
+}
+
+// deletable lists the objects that may go: removed by a commit older than
+// the retention, or under a run or attempt declared abandoned; never a
+// committed file.
+func deletable(st *manifest.State, objects map[string]int64, cutoff time.Time, dryRunDeclared []string) []string {
+	live := st.FileSet()
+	dead := map[string]bool{}
+	for id := range st.Abandoned {
+		dead[id] = true
+	}
+	for _, id := range dryRunDeclared {
+		dead[id] = true
+	}
+	var out []string
+	for k := range objects {
+		if _, ok := live[k]; ok {
+			continue
+		}
+		if rm, ok := st.Removed[k]; ok && time.Unix(rm.Committed, 0).Before(cutoff) {
+			out = append(out, k)
+			continue
+		}
+		parts := strings.Split(k, "/")
+		if len(parts) != 4 {
+			continue
+		}
+		if _, removed := st.Removed[k]; removed {
+			continue // its removal is still within the retention
+		}
+		if dead[parts[1]] || dead[parts[1]+"/"+parts[2]] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
