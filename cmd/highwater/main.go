@@ -25,7 +25,6 @@ Usage:
   highwater files   --dest URL --model NAME
   highwater dedupe  --dest URL --model NAME [--memory-limit SIZE] [--keep-tombstones] [--tenant V]
   highwater vacuum  --dest URL --model NAME --older-than DUR [--dry-run]
-  highwater verify  --dest URL --model NAME
   highwater ddl     --dest URL --model NAME --engine athena|spark|duckdb [--table-name NAME]
 
 Run 'highwater COMMAND -h' for the flags of a command.
@@ -56,7 +55,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"status": cmdStatus,
 		"files":  cmdFiles,
 		"dedupe": cmdDedupe, "vacuum": cmdVacuum,
-		"verify": cmdVerify,
 		"ddl":    cmdDDL,
 	}
 	cmd, ok := cmds[args[0]]
