@@ -5,8 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 CACHE=${HIGHWATER_CACHE:-$HOME/.cache/highwater}
 
-scripts/servers.sh start
-trap 'scripts/servers.sh stop' EXIT
+# Servers that were already running (a developer's) are left running.
+started=$(scripts/servers.sh start 2>&1) || { echo "$started" >&2; exit 1; }
+echo "$started" >&2
+if [[ $started != *"already running"* ]]; then
+	trap 'scripts/servers.sh stop' EXIT
+fi
 set -a
 # shellcheck disable=SC1091
 . "$CACHE/servers.env"
