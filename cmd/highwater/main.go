@@ -23,6 +23,7 @@ Usage:
   highwater export  --config FILE [--model NAME]
   highwater status  --dest URL [--model NAME] [--json]
   highwater files   --dest URL --model NAME
+  highwater verify  --dest URL --model NAME
   highwater dedupe  --dest URL --model NAME [--memory-limit SIZE] [--keep-tombstones] [--tenant V]
   highwater vacuum  --dest URL --model NAME --older-than DUR [--dry-run]
   highwater ddl     --dest URL --model NAME --engine athena|spark|duckdb [--table-name NAME]
@@ -54,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"export": cmdExport,
 		"status": cmdStatus,
 		"files":  cmdFiles,
+		"verify": cmdVerify,
 		"dedupe": cmdDedupe, "vacuum": cmdVacuum,
 		"ddl":    cmdDDL,
 	}
