@@ -11,7 +11,6 @@ package readers
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,10 +299,9 @@ func sparkURL(u string) string {
 // duckURL maps object URLs to what DuckDB's read_parquet takes: a plain
 // path for local files, az:// for Azure Blob Storage.
 func duckURL(u string) string {
+	// destination.ObjectURL joins the path unescaped, so nothing is
+	// unescaped here either: a key may hold a literal %.
 	if rest, ok := strings.CutPrefix(u, "file://"); ok {
-		if p, err := url.PathUnescape(rest); err == nil {
-			return p
-		}
 		return rest
 	}
 	if rest, ok := strings.CutPrefix(u, "azblob://"); ok {
