@@ -3,6 +3,7 @@ package pgsource
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,55 +15,207 @@ type Bound struct {
 	// Now is the server's clock in µs since the epoch, used as the run's
 	// _hw_version.
 	Now int64
-	// Kind says what fixed To: "clock" when nothing held it back.
+	// Kind says what fixed To: "clock" when nothing held it back,
+	// "oldest_transaction", "prepared_transaction", "replay", or
+	// "fallback_lookback" when the open transactions could not be seen.
 	Kind   string
 	Detail string
+	// StuckSince, when set, is the start (a literal of the modified-at
+	// type) of a transaction older than the cap, which the bound ignored:
+	// the next run's from must stay at or below it (Commit.FromFloor)
+	// until it ends, or its rows are lost if it ever commits.
+	StuckSince *string
 }
 
-// UpperBound samples the server's clock as a value of the modified-at
-// column's type. tz interprets naive timestamps and dates.
+// DefaultStuckCap is how long an open transaction may hold the bound back
+// before it is treated as stuck and ignored.
+const DefaultStuckCap = 5 * time.Minute
+
+// BoundOptions tune UpperBoundWith.
+type BoundOptions struct {
+	// ClockOnly turns the open-transaction bound off: To is the clock, and
+	// only the lookback protects rows of transactions that commit late.
+	ClockOnly bool
+	// StuckCap: transactions open longer are ignored and reported in
+	// StuckSince (DefaultStuckCap when zero).
+	StuckCap time.Duration
+}
+
+// UpperBound is UpperBoundWith with the default options.
 func (s *Source) UpperBound(ctx context.Context, t *Table, tz string) (Bound, error) {
+	return s.UpperBoundWith(ctx, t, tz, BoundOptions{})
+}
+
+// boundSQL samples, in one statement (so one snapshot of the activity
+// views), the clock and everything that may hold the bound below it.
+//
+// A row stamped now() carries the start of its transaction but becomes
+// visible only at commit, so any transaction still open may yet commit
+// rows stamped at its start. Every open transaction of the database
+// counts, not only those with an xid or xmin: in READ COMMITTED a
+// transaction that has not written yet, between two statements, shows
+// neither, and its first INSERT still stamps the old start.
+// Only client backends of this database can write its tables; our own
+// session is excluded.
+const boundSQL = `WITH c AS (SELECT clock_timestamp() AS now),
+act AS (
+	SELECT a.pid, a.xact_start, a.usename, a.application_name
+	FROM pg_stat_activity a
+	WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+	  AND a.backend_type = 'client backend' AND a.xact_start IS NOT NULL),
+stuck AS (SELECT * FROM act, c WHERE act.xact_start < c.now - $1::interval ORDER BY xact_start LIMIT 1),
+prep AS (SELECT p.prepared, p.gid FROM pg_prepared_xacts p WHERE p.database = current_database())
+SELECT c.now,
+	(SELECT min(xact_start) FROM act WHERE xact_start >= c.now - $1::interval),
+	(SELECT xact_start FROM stuck),
+	(SELECT format('pid %s (user %s, application %s)', pid, usename, coalesce(nullif(application_name, ''), '-')) FROM stuck),
+	(SELECT min(prepared) FROM prep WHERE prepared >= c.now - $1::interval),
+	(SELECT min(prepared) FROM prep WHERE prepared < c.now - $1::interval),
+	(SELECT min(gid) FROM prep WHERE prepared < c.now - $1::interval),
+	CASE WHEN pg_is_in_recovery() THEN pg_last_xact_replay_timestamp() END,
+	(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
+	current_user
+FROM c`
+
+// UpperBoundWith computes the run's upper bound: the server's clock,
+// lowered to the start of the oldest transaction still open on the
+// source, the PREPARE time of the oldest prepared transaction (an upper
+// bound on its start), and on a replica the last replayed commit; then
+// converted to the modified-at column's type. tz interprets naive
+// timestamps and dates.
+func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o BoundOptions) (Bound, error) {
+	if o.StuckCap <= 0 {
+		o.StuckCap = DefaultStuckCap
+	}
+	var (
+		now                                    time.Time
+		oldest, stuck, prep, prepStuck, replay *time.Time
+		stuckWho, prepGID                      *string
+		privileged                             *bool
+		user                                   string
+	)
+	err := s.conn.QueryRow(ctx, boundSQL, fmt.Sprintf("%d microseconds", o.StuckCap.Microseconds())).Scan(
+		&now, &oldest, &stuck, &stuckWho, &prep, &prepStuck, &prepGID, &replay, &privileged, &user)
+	if err != nil {
+		return Bound{}, s.classify("read the source clock and open transactions", err)
+	}
+	b := Bound{Now: now.UnixMicro(), Kind: "clock"}
+	to := now
+	lower := func(ts *time.Time, kind, detail string) {
+		if ts != nil && ts.Before(to) {
+			to, b.Kind, b.Detail = *ts, kind, detail
+		}
+	}
+	var notes []string
+	var stuckAt *time.Time
+	if !o.ClockOnly {
+		lower(oldest, "oldest_transaction", fmt.Sprintf("a transaction open since %s", fmtTS(oldest)))
+		lower(prep, "prepared_transaction", fmt.Sprintf("a transaction prepared at %s", fmtTS(prep)))
+		if stuck != nil {
+			stuckAt = stuck
+			notes = append(notes, fmt.Sprintf("ignored %s, open since %s, longer than the cap of %s", deref(stuckWho), fmtTS(stuck), o.StuckCap))
+		}
+		if prepStuck != nil {
+			if stuckAt == nil || prepStuck.Before(*stuckAt) {
+				stuckAt = prepStuck
+			}
+			notes = append(notes, fmt.Sprintf("ignored prepared transaction %q, prepared at %s, longer than the cap of %s", deref(prepGID), fmtTS(prepStuck), o.StuckCap))
+		}
+		if privileged == nil || !*privileged {
+			if b.Kind == "clock" {
+				b.Kind = "fallback_lookback"
+			}
+			notes = append(notes, fmt.Sprintf("role %s lacks pg_read_all_stats, so other roles' open transactions are invisible: only the lookback protects their rows", user))
+		}
+	}
+	lower(replay, "replay", fmt.Sprintf("a replica, replayed up to %s", fmtTS(replay)))
+	if o.ClockOnly {
+		notes = append(notes, "the open-transaction bound is off: only the lookback protects rows of transactions that commit late")
+		if b.Kind == "clock" {
+			b.Kind = "fallback_lookback"
+		}
+	}
+	if len(notes) > 0 {
+		if b.Detail != "" {
+			b.Detail += "; "
+		}
+		b.Detail += strings.Join(notes, "; ")
+	}
+	// A held-back date bound is the day of the transaction itself, which
+	// may still stamp it; the clock's is the end of today.
+	heldBack := b.Kind != "clock" && b.Kind != "fallback_lookback"
+	raw, err := s.asModType(ctx, t, tz, to, !heldBack)
+	if err != nil {
+		return Bound{}, err
+	}
+	if b.Mod, err = modFromBinary(t.ModKind, raw); err != nil {
+		return Bound{}, fmt.Errorf("read the source clock: %w", err)
+	}
+	b.To = FormatMod(t.ModKind, b.Mod)
+	if stuckAt != nil {
+		raw, err := s.asModType(ctx, t, tz, *stuckAt, false)
+		if err != nil {
+			return Bound{}, err
+		}
+		m, err := modFromBinary(t.ModKind, raw)
+		if err != nil {
+			return Bound{}, fmt.Errorf("read the stuck transaction's start: %w", err)
+		}
+		f := FormatMod(t.ModKind, m)
+		b.StuckSince = &f
+	}
+	return b, nil
+}
+
+// asModType converts a server timestamptz to the modified-at column's
+// type on the server, so that the time zone rules are PostgreSQL's.
+// endOfDay rounds a date up to the next day.
+func (s *Source) asModType(ctx context.Context, t *Table, tz string, ts time.Time, endOfDay bool) ([]byte, error) {
 	var expr string
+	args := []any{pgxBinary, ts}
 	switch t.ModKind {
 	case ModTimestamptz:
-		expr = "clock_timestamp()"
+		expr = "$1::timestamptz"
 	case ModTimestamp:
-		expr = "(clock_timestamp() AT TIME ZONE $1::text)"
+		expr = "($1::timestamptz AT TIME ZONE $2::text)"
 	case ModDate:
-		// A date column's rows of today are read now and again tomorrow:
-		// the bound is the end of today.
-		expr = "((clock_timestamp() AT TIME ZONE $1::text)::date + 1)"
+		expr = "($1::timestamptz AT TIME ZONE $2::text)::date"
+		if endOfDay {
+			// A date column's rows of today are read now and again
+			// tomorrow: the bound is the end of today.
+			expr = "(" + expr + " + 1)"
+		}
 	}
-	args := []any{}
 	if t.ModKind != ModTimestamptz {
 		args = append(args, tz)
 	}
-	var nowUnix time.Time
 	var raw []byte
-	rows, err := s.conn.Query(ctx, "SELECT clock_timestamp(), "+expr, args...)
+	rows, err := s.conn.Query(ctx, "SELECT "+expr, args...)
 	if err != nil {
-		return Bound{}, s.classify("read the source clock", err)
+		return nil, s.classify("read the source clock", err)
 	}
 	for rows.Next() {
-		vals := rows.RawValues()
-		raw = append([]byte(nil), vals[1]...)
-		if err := rows.Scan(&nowUnix, nil); err != nil {
-			rows.Close()
-			return Bound{}, s.classify("read the source clock", err)
-		}
+		raw = append([]byte(nil), rows.RawValues()[0]...)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return Bound{}, s.classify("read the source clock", err)
+		return nil, s.classify("read the source clock", err)
 	}
-	if rows.FieldDescriptions()[1].Format != 1 {
-		return Bound{}, fmt.Errorf("read the source clock: unexpected text result")
+	return raw, nil
+}
+
+func fmtTS(ts *time.Time) string {
+	if ts == nil {
+		return "(none)"
 	}
-	m, err := modFromBinary(t.ModKind, raw)
-	if err != nil {
-		return Bound{}, fmt.Errorf("read the source clock: %w", err)
+	return ts.UTC().Format("2006-01-02 15:04:05.000000Z")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(unknown)"
 	}
-	return Bound{To: FormatMod(t.ModKind, m), Mod: m, Now: nowUnix.UnixMicro(), Kind: "clock"}, nil
+	return *s
 }
 
 // Normalize reads a literal given by a person (a backfill window's end,
