@@ -92,7 +92,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err := r.checkIdentity(st); err != nil {
 		return nil, err
 	}
-	if st.Schema != nil {
+	// A full refresh replaces every earlier file, so the old types no
+	// longer constrain the new ones.
+	if st.Schema != nil && !r.opts.FullRefresh {
 		if _, err := formats.Evolve(st.Schema.Fields, r.schema.Fields); err != nil {
 			return nil, fmt.Errorf("schema of %s changed: %w", r.opts.Model, err)
 		}
