@@ -93,8 +93,8 @@ type budget struct {
 
 func newBudget(limit int64) budget {
 	return budget{
-		sortBytes:     limit / 5,
-		rowGroupBytes: min(limit/12, 32<<20),
-		spillBuffers:  limit / 16,
+		sortBytes:     limit / 6,
+		rowGroupBytes: min(limit/32, 16<<20),
+		spillBuffers:  limit / 32,
 	}
 }

@@ -17,13 +17,12 @@ import (
 	"github.com/parquet-go/parquet-go/compress/gzip"
 	"github.com/parquet-go/parquet-go/compress/snappy"
 	"github.com/parquet-go/parquet-go/compress/uncompressed"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 func codecOf(name string) (compress.Codec, error) {
 	switch name {
 	case "", "zstd":
-		return &zstd.Codec{Level: zstd.SpeedDefault}, nil
+		return newZstdCodec()
 	case "snappy":
 		return &snappy.Codec{}, nil
 	case "gzip":

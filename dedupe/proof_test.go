@@ -27,9 +27,6 @@ import (
 var pg *pgtest.Server
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) != "" {
-		os.Exit(helperMain())
-	}
 	srv, err := pgtest.Start()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)

@@ -18,6 +18,10 @@ import (
 // commit.
 var ErrAbandoned = errors.New("the run was declared abandoned")
 
+// runtimeReserve is what the process holds outside the Go heap (the
+// binary's pages, stacks, the runtime), taken off the heap's share.
+const runtimeReserve = 6 << 20
+
 // maxRounds bounds how often a dedupe starts over because another dedupe
 // or a full refresh committed meanwhile.
 const maxRounds = 5
@@ -66,7 +70,7 @@ func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Res
 	}
 	// The limit is a promise about the process: make the collector keep
 	// the heap under it, with room for what is not heap.
-	prev := debug.SetMemoryLimit(opts.MemoryLimit * 3 / 4)
+	prev := debug.SetMemoryLimit(opts.MemoryLimit*3/4 - runtimeReserve)
 	defer debug.SetMemoryLimit(prev)
 	r := &runner{opts: opts, dest: dest, log: manifest.NewLog(dest, opts.Model),
 		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit)}

@@ -1,0 +1,83 @@
+// Command memhelper runs one dedupe and prints its result as JSON, so that
+// tests and the benchmark measure the peak RSS of a process that does
+// nothing else (the test binary itself carries DuckDB).
+//
+//	memhelper DEST_URL MODEL MEMORY_LIMIT_BYTES [TARGET_FILE_BYTES]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"time"
+
+	"github.com/highwater-dev/highwater/dedupe"
+	"github.com/highwater-dev/highwater/internal/destination"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "memhelper:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	if len(os.Args) < 4 {
+		return fmt.Errorf("usage: memhelper DEST_URL MODEL MEMORY_LIMIT_BYTES [TARGET_FILE_BYTES]")
+	}
+	limit, err := strconv.ParseInt(os.Args[3], 10, 64)
+	if err != nil {
+		return err
+	}
+	var target int64
+	if len(os.Args) > 4 {
+		if target, err = strconv.ParseInt(os.Args[4], 10, 64); err != nil {
+			return err
+		}
+	}
+	if p := os.Getenv("MEMHELPER_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	if at := os.Getenv("MEMHELPER_HEAPAT"); at != "" {
+		// A heap profile in the middle of the run, to see the live set.
+		d, err := time.ParseDuration(at)
+		if err != nil {
+			return err
+		}
+		go func() {
+			time.Sleep(d)
+			if f, err := os.Create(os.Getenv("MEMHELPER_HEAPPROFILE") + ".mid"); err == nil {
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}()
+	}
+	ctx := context.Background()
+	d, err := destination.Open(ctx, os.Args[1], "")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	res, err := dedupe.Run(ctx, d, dedupe.Options{Model: os.Args[2], MemoryLimit: limit, TargetFileBytes: target})
+	if err != nil {
+		return err
+	}
+	if p := os.Getenv("MEMHELPER_HEAPPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		pprof.WriteHeapProfile(f)
+		f.Close()
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
