@@ -25,7 +25,7 @@ const (
 	// file sizes, the next dedupe rewrites everything into more buckets,
 	// so that a small change never rewrites a huge bucket.
 	relayoutFactor = 4
-	maxBuckets     = 4096
+	maxBuckets     = 512 // one spill file open per bucket during a full rewrite
 )
 
 func (l Layout) bucketOf(hash uint64) int { return int(hash % uint64(l.Buckets)) }
