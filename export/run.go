@@ -195,6 +195,10 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 		ToBound: bound.Kind, ToBoundDetail: bound.Detail, PrevWatermark: st.Watermark,
 		BaseSeq: st.Seq, Lookback: r.opts.Lookback.String(), HWVersion: bound.Now, Created: time.Now().UTC(),
 	}
+	if bound.StuckSince != nil && kind != manifest.KindBackfill {
+		p.FromFloor = bound.StuckSince
+		r.warnf("upper bound: %s", bound.Detail)
+	}
 	switch {
 	case kind == manifest.KindBackfill:
 		start, startMod, err := r.src.Normalize(ctx, t, r.opts.WindowStart)
@@ -448,6 +452,11 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 		partMetrics = manifest.Metrics{}
 		ck := &manifest.FileCheckpoint{RunID: r.plan.RunID, AttemptID: r.attempt, N: len(files) + 1, File: f, Metrics: metrics}
 		if err := r.log.WriteFileCheckpoint(ctx, ck); err != nil {
+			if errors.Is(err, manifest.ErrChainTaken) {
+				// A twin process took this run over: to a script that is
+				// the same as losing the race to another export.
+				return fmt.Errorf("%w: %w", ErrRaceLost, err)
+			}
 			return err
 		}
 		r.opts.Failpoint("after-checkpoint")
@@ -527,12 +536,15 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
 		}
 		c := &manifest.Commit{
-			Kind: p.Kind, RunID: p.RunID, Identity: r.id, Interval: &p.Interval, ToBound: p.ToBound,
+			Kind: p.Kind, RunID: p.RunID, Identity: r.id, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
 			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: files, Schema: r.schema, Metrics: &metrics,
 			Warnings: r.warn,
 		}
 		if manifest.MovesWatermark(p.Kind) {
 			c.Watermark = r.advance(st.Watermark, p.Interval.To)
+			// This run's observation: nil clears the floor once the stuck
+			// transaction has ended.
+			c.FromFloor = p.FromFloor
 		}
 		if p.Kind == manifest.KindFullRefresh {
 			for _, f := range st.Files {

@@ -200,6 +200,10 @@ type Plan struct {
 	ToBound       string  `json:"to_bound"`
 	ToBoundDetail string  `json:"to_bound_detail,omitempty"`
 	PrevWatermark *string `json:"previous_watermark"`
+	// FromFloor is the start of a transaction still open when the run was
+	// planned but older than the upper bound's cap: the next run's from stays
+	// at or below it until the transaction ends.
+	FromFloor *string `json:"from_floor,omitempty"`
 	// BaseSeq is the head of the log the plan was made on (0: empty log).
 	BaseSeq  int64  `json:"base_seq"`
 	Lookback string `json:"lookback"`
@@ -234,6 +238,9 @@ type Commit struct {
 	Identity Identity  `json:"identity"`
 	Interval *Interval `json:"interval,omitempty"`
 	ToBound  string    `json:"to_bound,omitempty"`
+	// ToBoundDetail says why, e.g. which transaction held to back, or why
+	// the bound fell back to the lookback.
+	ToBoundDetail string `json:"to_bound_detail,omitempty"`
 	// Watermark after this commit (unchanged by dedupe, backfill, vacuum).
 	Watermark *string `json:"watermark"`
 	// FromFloor caps the next run's from, e.g. at the start of a stuck
