@@ -148,7 +148,7 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 	for i := len(runs) - 1; i >= 0; i-- {
 		id := runs[i]
 		if _, done := st.Runs[id]; done {
-			return false, nil // runs before a committed one are finished or dead
+			continue
 		}
 		if _, dead := st.Abandoned[id]; dead {
 			continue
@@ -157,11 +157,13 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if manifest.MovesWatermark(kind) && manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
+			// An export committed since this plan, and since every older
+			// plan, was made: none of them can commit any more.
+			return false, nil
+		}
 		if p.Kind != kind || p.Identity.Diff(r.id) != "" {
 			continue
-		}
-		if st.LastWatermarkSeq > p.BaseSeq {
-			return false, nil // an export committed since: this plan is dead
 		}
 		if kind == manifest.KindBackfill && !r.sameWindow(ctx, p) {
 			continue
