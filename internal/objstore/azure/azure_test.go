@@ -1,0 +1,93 @@
+package azure_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/azure"
+	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
+	"github.com/highwater-dev/highwater/internal/objstore/retry"
+)
+
+// connString is the Azurite connection string that scripts/servers.sh
+// wrote, also set as the SDK ecosystem's variable for this test only.
+func connString(t *testing.T) string {
+	cs := os.Getenv("HIGHWATER_TEST_AZURE_CONNECTION_STRING")
+	if cs == "" {
+		t.Skip("HIGHWATER_TEST_AZURE_CONNECTION_STRING is not set: run scripts/servers.sh start and source its env file")
+	}
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
+	return cs
+}
+
+func newBucket(t *testing.T) *azure.Bucket {
+	cs := connString(t)
+	var buf [6]byte
+	rand.Read(buf[:])
+	name := "hw-test-" + hex.EncodeToString(buf[:])
+	// Smaller blocks than the default make the 64 MiB stream many blocks.
+	b, err := azure.New(t.Context(), name, azure.Options{ConnectionString: cs, BlockSize: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Container().Create(t.Context(), nil); err != nil {
+		t.Fatalf("create container %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := b.Container().Delete(ctx, nil); err != nil {
+			t.Logf("delete container %s: %v", name, err)
+		}
+	})
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return newBucket(t) })
+}
+
+func TestConformanceRetry(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return retry.New(newBucket(t), retry.Policy{}) })
+}
+
+func TestErrors(t *testing.T) {
+	cs := connString(t)
+	ctx := t.Context()
+	b, err := azure.New(ctx, "hw-no-such-container", azure.Options{ConnectionString: cs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Check(ctx, "")
+	if !errors.Is(err, objstore.ErrPermanent) || !strings.Contains(err.Error(), `"hw-no-such-container" does not exist`) {
+		t.Errorf("missing container: %v", err)
+	}
+
+	good := newBucket(t)
+	const wrongKey = "d3Jvbmcta2V5LXdyb25nLWtleS13cm9uZy1rZXktd3Jvbmcta2V5LXdyb25nLWtleQ=="
+	bad := cs[:strings.Index(cs, "AccountKey=")] + "AccountKey=" + wrongKey + cs[strings.Index(cs, ";BlobEndpoint"):]
+	b, err = azure.New(ctx, good.Name(), azure.Options{ConnectionString: bad})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Check(ctx, "")
+	if !errors.Is(err, objstore.ErrPermanent) || !strings.Contains(err.Error(), "AZURE_STORAGE") {
+		t.Errorf("wrong key: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), wrongKey) {
+		t.Errorf("the key leaked into the error: %v", err)
+	}
+	if _, err := azure.New(ctx, "c", azure.Options{}); !errors.Is(err, objstore.ErrPermanent) {
+		t.Errorf("no account: %v", err)
+	}
+}
