@@ -358,3 +358,24 @@ func TestSourceQueryWithQuotedIdentifiers(t *testing.T) {
 		t.Fatalf("sum %v", got)
 	}
 }
+
+func TestSourceQueryWithoutPushdownWarns(t *testing.T) {
+	l := newLake(t, itemsTable, `INSERT INTO items SELECT g, now(), 'x', 1 FROM generate_series(1, 20) g`)
+	opts := l.options()
+	// A LIMIT at the top of the query keeps the outer predicates out of it.
+	opts.Source = pgsource.Spec{Query: `SELECT * FROM items ORDER BY id LIMIT 1000`, PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}
+	res := l.mustExport(opts)
+	if res.Commit.Metrics.RowsTransferred != 20 {
+		t.Fatalf("read %d rows", res.Commit.Metrics.RowsTransferred)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "does not push") {
+		t.Fatalf("no pushdown warning: %q", res.Warnings)
+	}
+	// A plain query is inlined: no warning.
+	l.model = "plain"
+	opts.Model = l.model
+	opts.Source.Query = `SELECT id, updated_at, name FROM items`
+	if res := l.mustExport(opts); strings.Contains(strings.Join(res.Warnings, "\n"), "does not push") {
+		t.Fatalf("a pushed-down query was warned about: %q", res.Warnings)
+	}
+}
