@@ -1,6 +1,11 @@
 // Package destination turns a destination URL (file:///lake, s3://bucket/prefix,
-// gs://bucket/prefix, azblob://container/prefix) into an objstore.Bucket rooted
-// at the URL's prefix. It is the one place that knows the URL schemes.
+// gs://bucket/prefix, azblob://container/prefix or az://container/prefix) into
+// an objstore.Bucket rooted at the URL's prefix. It is the one place that
+// knows the URL schemes.
+//
+// A cloud destination is checked when it is opened (one listing call under
+// its prefix), so that a missing bucket or refused credentials fail before
+// any work starts, and it is wrapped in the retry decorator (package retry).
 package destination
 
 import (
@@ -11,8 +16,12 @@ import (
 	"strings"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/azure"
 	"github.com/highwater-dev/highwater/internal/objstore/file"
+	"github.com/highwater-dev/highwater/internal/objstore/gcs"
 	"github.com/highwater-dev/highwater/internal/objstore/mem"
+	"github.com/highwater-dev/highwater/internal/objstore/retry"
+	"github.com/highwater-dev/highwater/internal/objstore/s3"
 )
 
 // Destination is an opened lake root.
@@ -65,7 +74,7 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 	}
 	opener, ok := cloudOpeners[u.Scheme]
 	if !ok {
-		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs or azblob", Redact(raw), u.Scheme)
+		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", Redact(raw), u.Scheme)
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if err := checkSegments(prefix); err != nil {
@@ -87,7 +96,42 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 
 // cloudOpeners maps the object-store schemes to their backends. It is
 // read-only after initialisation.
-var cloudOpeners = map[string]func(context.Context, *url.URL) (objstore.Bucket, error){}
+var cloudOpeners = map[string]func(context.Context, *url.URL) (objstore.Bucket, error){
+	"s3":     openCloud(s3.OpenURL),
+	"gs":     openCloud(gcs.OpenURL),
+	"azblob": openCloud(azure.OpenURL),
+	// az:// is what the fsspec/adlfs ecosystem (and so DuckDB and many
+	// Python tools) writes for the same thing.
+	"az": openCloud(azure.OpenURL),
+}
+
+// checker is what every cloud backend offers besides objstore.Bucket: one
+// cheap call that proves the bucket exists and the credentials work.
+type checker interface {
+	objstore.Bucket
+	Check(ctx context.Context, prefix string) error
+}
+
+// openCloud adapts a backend's OpenURL: it checks the bucket under the URL's
+// prefix and wraps it in the retry decorator.
+func openCloud[B checker](open func(context.Context, *url.URL) (B, error)) func(context.Context, *url.URL) (objstore.Bucket, error) {
+	return func(ctx context.Context, u *url.URL) (objstore.Bucket, error) {
+		b, err := open(ctx, u)
+		if err != nil {
+			return nil, err
+		}
+		prefix := strings.Trim(u.Path, "/")
+		if prefix != "" {
+			prefix += "/"
+		}
+		policy := retry.DefaultPolicy()
+		if err := retry.Do(ctx, policy, func() error { return b.Check(ctx, prefix) }); err != nil {
+			b.Close()
+			return nil, err
+		}
+		return retry.New(b, policy), nil
+	}
+}
 
 func checkSegments(p string) error {
 	for _, seg := range strings.Split(p, "/") {

@@ -120,14 +120,25 @@ func IsTransient(err error) bool {
 	return false
 }
 
-// do runs op until it succeeds, fails for good, or the attempts run out.
-// before, when set, runs ahead of every attempt after the first and may veto
-// the retry by returning an error.
+// do runs op under the bucket's policy.
 func (r *Bucket) do(ctx context.Context, before func() error, op func() error) error {
-	bound := r.policy.InitialDelay
+	return do(ctx, r.policy, before, op)
+}
+
+// Do runs op until it succeeds, fails with an error that IsTransient
+// rejects, the attempts of p run out, or ctx is done. It serves calls that
+// are not Bucket methods, such as a destination's check at open.
+func Do(ctx context.Context, p Policy, op func() error) error {
+	return do(ctx, New(nil, p).policy, nil, op)
+}
+
+// do is the loop. before, when set, runs ahead of every attempt after the
+// first and may veto the retry by returning an error.
+func do(ctx context.Context, p Policy, before func() error, op func() error) error {
+	bound := p.InitialDelay
 	for attempt := 1; ; attempt++ {
 		err := op()
-		if err == nil || !IsTransient(err) || attempt >= r.policy.MaxAttempts {
+		if err == nil || !IsTransient(err) || attempt >= p.MaxAttempts {
 			if err != nil && attempt > 1 {
 				return fmt.Errorf("after %d attempts: %w", attempt, err)
 			}
@@ -143,7 +154,7 @@ func (r *Bucket) do(ctx context.Context, before func() error, op func() error) e
 			return fmt.Errorf("%w (retry abandoned: %w)", err, context.Cause(ctx))
 		case <-t.C:
 		}
-		bound = min(2*bound, r.policy.MaxDelay)
+		bound = min(2*bound, p.MaxDelay)
 		if before != nil {
 			if berr := before(); berr != nil {
 				return fmt.Errorf("%w (cannot retry: %w)", err, berr)

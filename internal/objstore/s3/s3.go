@@ -362,13 +362,15 @@ func (b *Bucket) classify(err error, conditional bool) error {
 		// 409 ConditionalRequestConflict: a concurrent conditional write
 		// to the same key is in flight; one of us wins, and it is not us.
 		return fmt.Errorf("%w: %w", objstore.ErrExist, err)
-	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
-		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
 	case code == "InvalidAccessKeyId" || code == "SignatureDoesNotMatch" || code == "InvalidToken" ||
-		code == "ExpiredToken" || code == "TokenRefreshRequired":
+		code == "ExpiredToken" || code == "TokenRefreshRequired" ||
+		// versitygw answers an unknown access key with 404 and this code.
+		code == "XAdminUserNotFound":
 		return fmt.Errorf("credentials refused for bucket %q: check AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY (or AWS_PROFILE, AWS_SESSION_TOKEN): %w: %w", b.bucket, objstore.ErrPermanent, err)
 	case code == "AccessDenied" || status == http.StatusForbidden:
 		return fmt.Errorf("access denied to bucket %q: check the credentials (AWS_ACCESS_KEY_ID/AWS_PROFILE) and the bucket's policy: %w: %w", b.bucket, objstore.ErrPermanent, err)
+	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
+		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
 	case code == "RequestTimeout" || code == "SlowDown" || code == "Throttling" || code == "ThrottlingException" ||
 		code == "RequestTimeTooSkewed" || code == "InternalError" || code == "ServiceUnavailable" ||
 		status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
