@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
@@ -134,5 +135,22 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := s3.New(ctx, "x", s3.Options{SSE: "rot13"}); !errors.Is(err, objstore.ErrPermanent) {
 		t.Errorf("unknown SSE: %v", err)
+	}
+}
+
+// The store must have received, and verified, a CRC32C of the content.
+func TestChecksumSent(t *testing.T) {
+	b := newBucket(t)
+	if err := b.Put(t.Context(), "c", strings.NewReader("checksummed"), objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := b.Client().HeadObject(t.Context(), &awss3.HeadObjectInput{
+		Bucket: aws.String(b.Name()), Key: aws.String("c"), ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ChecksumCRC32C == nil {
+		t.Fatalf("no CRC32C stored with the object")
 	}
 }
