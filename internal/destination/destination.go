@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path"
 	"strings"
+	"unicode"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/azure"
@@ -46,6 +47,11 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 	if strings.Contains(raw, "{tenant}") {
 		if tenant == "" {
 			return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", Redact(raw))
+		}
+		// A tenant names exactly one path segment: it may never reach
+		// another tenant's prefix or climb out of its own.
+		if tenant == "." || tenant == ".." || strings.ContainsAny(tenant, "/\\") || strings.IndexFunc(tenant, unicode.IsControl) >= 0 {
+			return nil, fmt.Errorf("tenant %q cannot be used in a destination path: it may not contain a slash or a control character, nor be . or ..", tenant)
 		}
 		raw = strings.ReplaceAll(raw, "{tenant}", url.PathEscape(tenant))
 	}
