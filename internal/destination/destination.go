@@ -51,7 +51,7 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 		// A tenant names exactly one path segment: it may never reach
 		// another tenant's prefix or climb out of its own.
 		if tenant == "." || tenant == ".." || strings.ContainsAny(tenant, "/\\") || strings.IndexFunc(tenant, unicode.IsControl) >= 0 {
-			return nil, fmt.Errorf("tenant %q cannot be used in a destination path: it may not contain a slash or a control character, nor be . or ..", tenant)
+			return nil, fmt.Errorf("tenant %q cannot be used in a destination path: a tenant names one path segment, without slashes or control characters", tenant)
 		}
 		raw = strings.ReplaceAll(raw, "{tenant}", url.PathEscape(tenant))
 	}

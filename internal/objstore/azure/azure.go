@@ -107,8 +107,8 @@ func New(ctx context.Context, containerName string, opts Options) (*Bucket, erro
 			endpoint = "https://" + opts.Account + ".blob.core.windows.net/"
 		}
 		if opts.Key != "" {
-			cred, err := azblob.NewSharedKeyCredential(opts.Account, opts.Key)
-			if err != nil {
+			cred, kerr := azblob.NewSharedKeyCredential(opts.Account, opts.Key)
+			if kerr != nil {
 				return nil, fmt.Errorf("azure: AZURE_STORAGE_KEY is not a valid account key: %w", objstore.ErrPermanent)
 			}
 			client, err = azblob.NewClientWithSharedKeyCredential(endpoint, cred, copts)

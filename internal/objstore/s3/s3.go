@@ -84,6 +84,7 @@ type Options struct {
 // Bucket is an S3 bucket.
 type Bucket struct {
 	client   *s3.Client
+	//lint:ignore SA1019 its successor, transfermanager, is still v0; the upload manager is maintained and does what we need
 	uploader *manager.Uploader
 	bucket   string
 	opts     Options
@@ -144,6 +145,7 @@ func New(ctx context.Context, bucket string, opts Options) (*Bucket, error) {
 			o.RetryMaxAttempts = sdkMaxAttempts
 		}
 	})
+	//lint:ignore SA1019 its successor, transfermanager, is still v0; the upload manager is maintained and does what we need
 	uploader := manager.NewUploader(client, func(u *manager.Uploader) {
 		u.PartSize = opts.PartSize
 		u.Concurrency = opts.Concurrency
@@ -226,6 +228,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 			in.SSEKMSKeyId = aws.String(b.opts.KMSKeyID)
 		}
 	}
+	//lint:ignore SA1019 its successor, transfermanager, is still v0; the upload manager is maintained and does what we need
 	_, err := b.uploader.Upload(ctx, in)
 	if err == nil {
 		return nil
