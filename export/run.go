@@ -49,7 +49,7 @@ func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destinatio
 		return nil, err
 	}
 	r := &runner{opts: opts, src: src, dest: dest, log: manifest.NewLog(dest, opts.Model),
-		attempt: manifest.NewID()[:12], logger: opts.Logger.With("model", opts.Model)}
+		attempt: manifest.NewRunID(time.Now()), logger: opts.Logger.With("model", opts.Model)}
 	return r.run(ctx)
 }
 
