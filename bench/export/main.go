@@ -62,8 +62,10 @@ type config struct {
 	repeat      int
 	cpuProfile  string
 	memProfile  string
+	heapProfile string
 	profileRows int
 	profileOnly bool
+	reuse       bool
 	workDir     string
 }
 
@@ -78,8 +80,10 @@ func main() {
 	flag.IntVar(&cfg.repeat, "repeat", 1, "time each full export this many times and keep the fastest")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", os.Getenv("HIGHWATER_BENCH_CPUPROFILE"), "write a CPU profile of an in-process export to `file` (default $HIGHWATER_BENCH_CPUPROFILE)")
 	flag.StringVar(&cfg.memProfile, "memprofile", os.Getenv("HIGHWATER_BENCH_MEMPROFILE"), "write an allocation profile of the in-process export to `file` (default $HIGHWATER_BENCH_MEMPROFILE)")
+	flag.StringVar(&cfg.heapProfile, "heapprofile", os.Getenv("HIGHWATER_BENCH_HEAPPROFILE"), "write the in-use heap profile of the in-process export, taken when its live heap peaked, to `file` (default $HIGHWATER_BENCH_HEAPPROFILE)")
 	flag.IntVar(&cfg.profileRows, "profile-rows", 0, "table size of the profiled export (default: the first size)")
 	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "only load the profile table and profile the export")
+	flag.BoolVar(&cfg.reuse, "reuse", false, "with "+pgtest.EnvURL+", keep a table loaded by an earlier run (database bench_<rows>)")
 	flag.Parse()
 	var err error
 	if cfg.sizes, err = intList(sizes); err != nil {
@@ -132,7 +136,7 @@ func run(ctx context.Context, cfg config) error {
 	fmt.Printf("cluster ready in %.1fs\n", time.Since(t0).Seconds())
 
 	if cfg.profileOnly {
-		db, err := loadTable(ctx, srv, cfg.profileRows)
+		db, err := loadTable(ctx, srv, cfg.profileRows, cfg.reuse)
 		if err != nil {
 			return err
 		}
@@ -144,7 +148,7 @@ func run(ctx context.Context, cfg config) error {
 		if u, ok := dbs[n]; ok {
 			return u, nil
 		}
-		u, err := loadTable(ctx, srv, n)
+		u, err := loadTable(ctx, srv, n, cfg.reuse)
 		if err == nil {
 			dbs[n] = u
 		}
@@ -253,9 +257,26 @@ func restart(dataDir string) error {
 // updated_at follows id with up to a minute of jitter, as in a table
 // stamped on write, so that neither the index nor the heap is in perfect
 // order.
-func loadTable(ctx context.Context, srv *pgtest.Server, n int) (string, error) {
+func loadTable(ctx context.Context, srv *pgtest.Server, n int, reuse bool) (string, error) {
 	t0 := time.Now()
 	name := fmt.Sprintf("bench_%d", n)
+	pu, err := url.Parse(srv.URL)
+	if err != nil {
+		return "", err
+	}
+	pu.Path = "/" + name
+	u := pu.String()
+	if reuse {
+		if conn, err := pgx.Connect(ctx, u); err == nil {
+			var got int
+			err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&got)
+			conn.Close(ctx)
+			if err == nil && got == n {
+				fmt.Printf("reusing the %d rows of database %s\n", n, name)
+				return u, nil
+			}
+		}
+	}
 	conn, err := pgx.Connect(ctx, srv.URL)
 	if err != nil {
 		return "", err
@@ -268,12 +289,6 @@ func loadTable(ctx context.Context, srv *pgtest.Server, n int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pu, err := url.Parse(srv.URL)
-	if err != nil {
-		return "", err
-	}
-	pu.Path = "/" + name
-	u := pu.String()
 	conn, err = pgx.Connect(ctx, u)
 	if err != nil {
 		return "", err
@@ -446,23 +461,34 @@ type sweepResult struct {
 	flag, value string
 	wall        time.Duration
 	maxRSS, hwm int64
+	cpu         time.Duration
 	outBytes    int64
 	files       int
 }
 
 func runSweep(ctx context.Context, cfg config, dbURL string, n int) ([]sweepResult, error) {
 	var out []sweepResult
+	// Each setting runs cfg.repeat times: the fastest wall time and its CPU
+	// time are kept, and the highest peak RSS.
 	one := func(flag, value string) error {
-		dest := filepath.Join(cfg.workDir, fmt.Sprintf("sweep-%s-%s", strings.TrimPrefix(flag, "--"), value))
-		r, err := runExport(ctx, cfg.bin, dbURL, dest, n, flag, value)
-		if err != nil {
-			return err
+		var best sweepResult
+		for i := 0; i < max(cfg.repeat, 1); i++ {
+			dest := filepath.Join(cfg.workDir, fmt.Sprintf("sweep-%s-%s", strings.TrimPrefix(flag, "--"), value))
+			r, err := runExport(ctx, cfg.bin, dbURL, dest, n, flag, value)
+			if err != nil {
+				return err
+			}
+			size, files := dirSize(dest)
+			os.RemoveAll(dest)
+			fmt.Printf("[%d rows] %s %s: %.2fs, %.0f rows/s, peak RSS %.1f MiB (VmHWM %.1f MiB), CPU %.2fs, %d files, %.1f MiB\n",
+				n, flag, value, r.wall.Seconds(), rate(n, r.wall), float64(r.maxRSS)/mib, float64(r.hwm)/mib, (r.user + r.sys).Seconds(), files, float64(size)/mib)
+			if i == 0 || r.wall < best.wall {
+				best.wall, best.cpu = r.wall, r.user+r.sys
+			}
+			best.maxRSS, best.hwm = max(best.maxRSS, r.maxRSS), max(best.hwm, r.hwm)
+			best.flag, best.value, best.outBytes, best.files = flag, value, size, files
 		}
-		size, files := dirSize(dest)
-		os.RemoveAll(dest)
-		fmt.Printf("[%d rows] %s %s: %.2fs, %.0f rows/s, peak RSS %.1f MiB (VmHWM %.1f MiB), %d files, %.1f MiB\n",
-			n, flag, value, r.wall.Seconds(), rate(n, r.wall), float64(r.maxRSS)/mib, float64(r.hwm)/mib, files, float64(size)/mib)
-		out = append(out, sweepResult{flag: flag, value: value, wall: r.wall, maxRSS: r.maxRSS, hwm: r.hwm, outBytes: size, files: files})
+		out = append(out, best)
 		return nil
 	}
 	for _, p := range cfg.pageRows {
@@ -500,12 +526,12 @@ func report(results []sizeResult, sweep []sweepResult, cfg config) {
 	}
 	if len(sweep) > 0 {
 		fmt.Println()
-		fmt.Printf("== sweep at %d rows (one run each) ==\n", cfg.sweepRows)
+		fmt.Printf("== sweep at %d rows (fastest of %d runs; highest RSS) ==\n", cfg.sweepRows, max(cfg.repeat, 1))
 		w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(w, "flag\tvalue\ts\trows/s\tmaxrss MiB\tVmHWM MiB\tfiles\tParquet MiB\t")
+		fmt.Fprintln(w, "flag\tvalue\ts\trows/s\tCPU s\tmaxrss MiB\tVmHWM MiB\tfiles\tParquet MiB\t")
 		for _, s := range sweep {
-			fmt.Fprintf(w, "%s\t%s\t%.2f\t%.0f\t%.1f\t%.1f\t%d\t%.1f\t\n", s.flag, s.value, s.wall.Seconds(),
-				rate(cfg.sweepRows, s.wall), float64(s.maxRSS)/mib, float64(s.hwm)/mib, s.files, float64(s.outBytes)/mib)
+			fmt.Fprintf(w, "%s\t%s\t%.2f\t%.0f\t%.2f\t%.1f\t%.1f\t%d\t%.1f\t\n", s.flag, s.value, s.wall.Seconds(),
+				rate(cfg.sweepRows, s.wall), s.cpu.Seconds(), float64(s.maxRSS)/mib, float64(s.hwm)/mib, s.files, float64(s.outBytes)/mib)
 		}
 		w.Flush()
 	}
@@ -540,10 +566,15 @@ func profile(ctx context.Context, cfg config, dbURL string, n int) error {
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err
 	}
+	stopHeap := func() {}
+	if cfg.heapProfile != "" {
+		stopHeap = watchHeap(cfg.heapProfile)
+	}
 	t0 := time.Now()
 	res, err := export.Run(ctx, src, d, opts)
 	wall := time.Since(t0)
 	pprof.StopCPUProfile()
+	stopHeap()
 	if err != nil {
 		return fmt.Errorf("profiled export: %w", err)
 	}
@@ -562,6 +593,44 @@ func profile(ctx context.Context, cfg config, dbURL string, n int) error {
 	}
 	fmt.Printf("read it with: go tool pprof -top -nodecount=30 %s\n", cfg.cpuProfile)
 	return nil
+}
+
+// watchHeap writes the in-use heap profile to path each time the live
+// heap (measured after a GC) reaches a new peak, until the returned func is
+// called.
+func watchHeap(path string) func() {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var peak uint64
+		var lastGC uint32
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Printf("peak live heap after a GC: %.1f MiB; in-use heap profile at that point in %s\n", float64(peak)/mib, path)
+				return
+			case <-tick.C:
+			}
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			if ms.NumGC == lastGC {
+				continue
+			}
+			lastGC = ms.NumGC
+			// HeapAlloc soon after a GC approximates the live heap.
+			if live := ms.HeapAlloc; live > peak {
+				peak = live
+				if f, err := os.Create(path); err == nil {
+					pprof.Lookup("heap").WriteTo(f, 0)
+					f.Close()
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // vmHWM reads a process's peak RSS in bytes from /proc, or 0.
