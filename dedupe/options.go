@@ -82,19 +82,38 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// budget splits the memory limit between the parts of a run. The Go heap
-// is kept well below the limit because RSS also holds the runtime, the
-// stacks and garbage not yet collected.
+// budget splits the memory limit between the parts of a run.
 type budget struct {
+	goLimit       int64 // the Go runtime's memory limit (debug.SetMemoryLimit)
 	sortBytes     int64 // records held in memory by one sort run
 	rowGroupBytes int64 // raw bytes of one output row group
 	spillBuffers  int64 // write buffers of all bucket spill files together
 }
 
-func newBudget(limit int64) budget {
+// Reserves outside the data budgets.
+const (
+	// fileReserve stands for the binary's resident pages where they
+	// cannot be measured.
+	fileReserve = 40 << 20
+	// slack covers what the Go limit does not: pages of the binary first
+	// touched during the run, and memory the kernel counts before the
+	// scavenger returns it.
+	slack = 10 << 20
+	// minGoLimit is the least heap a run works in; below it the collector
+	// would run without end.
+	minGoLimit = 16 << 20
+)
+
+// newBudget gives the Go runtime what the limit leaves after the pages
+// the process already holds outside it (fileBytes), and sizes the data
+// buffers at about half of that: the collector needs the other half to
+// keep the heap under its limit without running constantly.
+func newBudget(limit, fileBytes int64) budget {
+	g := max(limit-fileBytes-slack, minGoLimit)
 	return budget{
-		sortBytes:     limit / 6,
-		rowGroupBytes: min(limit/32, 16<<20),
-		spillBuffers:  limit / 32,
+		goLimit:       g,
+		sortBytes:     g / 4,
+		rowGroupBytes: min(g/32, 16<<20),
+		spillBuffers:  g / 32,
 	}
 }

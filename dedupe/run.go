@@ -18,10 +18,6 @@ import (
 // commit.
 var ErrAbandoned = errors.New("the run was declared abandoned")
 
-// runtimeReserve is what the process holds outside the Go heap (the
-// binary's pages, stacks, the runtime), taken off the heap's share.
-const runtimeReserve = 6 << 20
-
 // maxRounds bounds how often a dedupe starts over because another dedupe
 // or a full refresh committed meanwhile.
 const maxRounds = 5
@@ -68,12 +64,22 @@ func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Res
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	// The limit is a promise about the process: make the collector keep
-	// the heap under it, with room for what is not heap.
-	prev := debug.SetMemoryLimit(opts.MemoryLimit*3/4 - runtimeReserve)
-	defer debug.SetMemoryLimit(prev)
+	// The limit is a promise about the process's RSS: make the collector
+	// keep Go's memory under what the binary's resident pages leave.
+	files, ok := fileResident()
+	if !ok {
+		files = fileReserve
+	}
 	r := &runner{opts: opts, dest: dest, log: manifest.NewLog(dest, opts.Model),
-		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit)}
+		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files)}
+	if r.budget.goLimit+files+slack > opts.MemoryLimit {
+		r.logger.Warn("the memory limit is too small for this process; it will be exceeded",
+			"limit", opts.MemoryLimit, "binary_resident", files, "go_minimum", minGoLimit)
+	}
+	prev := debug.SetMemoryLimit(r.budget.goLimit)
+	defer debug.SetMemoryLimit(prev)
+	r.logger.Debug("memory budget", "limit", opts.MemoryLimit, "binary_resident", files, "go_limit", r.budget.goLimit,
+		"sort", r.budget.sortBytes, "row_group", r.budget.rowGroupBytes, "spill_buffers", r.budget.spillBuffers)
 	res := &Result{}
 	for round := 1; round <= maxRounds; round++ {
 		res.Rounds = round
@@ -406,6 +412,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	}
 	if out.codec, err = codecOf(r.opts.Compression); err != nil {
 		return nil, nil, err
+	}
+	if schema != nil {
+		out.schema = parquet.NewSchema(schema.Name(), withCodec(schema, out.codec))
 	}
 	srt := &sorter{dir: dir, budget: r.budget.sortBytes}
 	for b := range w.layout.Buckets {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/highwater-dev/highwater/dedupe"
@@ -79,5 +80,36 @@ func run() error {
 		pprof.WriteHeapProfile(f)
 		f.Close()
 	}
-	return json.NewEncoder(os.Stdout).Encode(res)
+	peak, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(Output{Result: res, PeakRSS: peak})
+}
+
+// Output is what the helper prints.
+type Output struct {
+	Result *dedupe.Result
+	// PeakRSS is VmHWM: the parent's rusage Maxrss of a child counts the
+	// parent's own RSS too, since Go starts children with CLONE_VM and the
+	// kernel keeps the high-water mark of the memory the child shared
+	// before exec.
+	PeakRSS int64
+}
+
+func peakRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("read peak RSS: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read peak RSS: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("read peak RSS: no VmHWM in /proc/self/status")
 }

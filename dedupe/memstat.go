@@ -1,0 +1,39 @@
+package dedupe
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+)
+
+// fileResident returns how much of the process's resident memory is
+// backed by files, mostly the binary's own pages, which the Go memory
+// limit does not count. A binary linking every object-store SDK keeps
+// 30-40 MiB of them resident (the kernel maps whole large folios of a
+// cached binary), so a limit on the process's RSS must leave room for
+// them. ok is false where /proc is not available.
+func fileResident() (n int64, ok bool) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Bytes()
+		for _, field := range []string{"RssFile:", "RssShmem:"} {
+			rest, found := bytes.CutPrefix(line, []byte(field))
+			if !found {
+				continue
+			}
+			kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
+			if err != nil {
+				return 0, false
+			}
+			n += kb << 10
+			ok = true
+		}
+	}
+	return n, ok
+}
