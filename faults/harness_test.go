@@ -35,6 +35,10 @@ var (
 	rowsCompared   atomic.Int64
 	rowsLost       atomic.Int64
 	storesTried    = map[string]bool{}
+	// Source faults (a killed session, a restarted server) and the
+	// proxy's injected faults by kind; both are in faultsInjected too.
+	sourceFaults atomic.Int64
+	proxyFaults  = map[string]int64{}
 )
 
 // TestMain starts PostgreSQL and builds the binary once: the fault tests
@@ -64,8 +68,8 @@ func TestMain(m *testing.M) {
 	for s := range storesTried {
 		stores = append(stores, s)
 	}
-	fmt.Printf("faults summary: failpoints tried %d, stores %v, faults injected %d, rows compared %d, rows lost %d\n",
-		pointsTried.Load(), stores, faultsInjected.Load(), rowsCompared.Load(), rowsLost.Load())
+	fmt.Printf("faults summary: failpoints tried %d, stores %v, source faults %d, proxy faults %v, faults injected %d, rows compared %d, rows lost %d\n",
+		pointsTried.Load(), stores, sourceFaults.Load(), proxyFaults, faultsInjected.Load(), rowsCompared.Load(), rowsLost.Load())
 	srv.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
