@@ -20,15 +20,7 @@ type badInput struct {
 	want string            // the last line of stderr must contain it
 	code int               // the exit code, when it matters (2: a command-line error)
 	dest string            // where to check that nothing new was committed (default: the shared lake)
-	// bug, when set, skips the case: it names a bug that the paths this
-	// test may touch cannot fix (see the report of issue 6).
-	bug string
 }
-
-// flagExitBug: main.go documents that command-line errors exit 2, but a
-// flag the flag package rejects comes back from fs.Parse unwrapped and
-// exits 1.
-const flagExitBug = "cmd/highwater/export.go cmdExport returns fs.Parse's error unwrapped (as do the other commands), so a bad flag value or an unknown flag exits 1, not 2 like the other command-line errors (errUsage in main.go)"
 
 // TestBadInputCatalogue extends TestBadInputCommitsNothing: each input
 // ends with a non-zero exit, a last stderr line naming the problem,
@@ -82,8 +74,7 @@ func TestBadInputCatalogue(t *testing.T) {
 		// Configs.
 		{name: "config with unknown key", args: []string{"export", "--config", unknownKey}, env: srcEnv, want: "field tabel not found"},
 		{name: "config with no models", args: []string{"export", "--config", noModels}, env: srcEnv, want: "config has no models"},
-		{name: "config env var unset", args: []string{"export", "--config", unsetVar}, env: map[string]string{"HIGHWATER_SOURCE": ""}, want: "HW_UNSET_SOURCE_URL",
-			bug: "internal/config/config.go Parse reports unset variables only when Validate fails; an unset ${VAR} in source: leaves it empty and the CLI says \"--source is required\" without naming the variable"},
+		{name: "config env var unset", args: []string{"export", "--config", unsetVar}, env: map[string]string{"HIGHWATER_SOURCE": ""}, want: "HW_UNSET_SOURCE_URL"},
 		{name: "config with duplicate models", args: []string{"export", "--config", dupModels}, env: srcEnv, want: `model "items" appears twice`},
 		{name: "config with table and source_query", args: []string{"export", "--config", both}, env: srcEnv, want: "needs exactly one of table and source_query"},
 		{name: "missing config file", args: []string{"export", "--config", filepath.Join(cfgDir, "absent.yaml")}, want: "no such file"},
@@ -97,10 +88,9 @@ func TestBadInputCatalogue(t *testing.T) {
 		{name: "tenant without tenant column", args: base("--table", "items", "--model", "t1", "--tenant", "acme"), want: "a tenant value is set but no tenant column"},
 		{name: "tenant column without tenant", args: base("--table", "items", "--model", "t2", "--tenant-column", "name"), want: "a tenant column is set but no tenant value"},
 		// Flags and commands.
-		{name: "lookback not a duration", args: base("--table", "items", "--lookback", "5 parsecs"), want: `invalid value "5 parsecs" for flag -lookback`, code: 2, bug: flagExitBug},
-		{name: "unknown flag", args: base("--table", "items", "--frobnicate"), want: "flag provided but not defined: -frobnicate", code: 2, bug: flagExitBug},
-		{name: "unknown command", args: []string{"frobnicate", "--dest", dest}, want: `unknown command "frobnicate"`,
-			bug: "cmd/highwater/main.go run prints the usage after `unknown command`, so the last line of stderr is \"Run 'highwater COMMAND -h' ...\", not the problem"},
+		{name: "lookback not a duration", args: base("--table", "items", "--lookback", "5 parsecs"), want: `invalid value "5 parsecs" for flag -lookback`, code: 2},
+		{name: "unknown flag", args: base("--table", "items", "--frobnicate"), want: "flag provided but not defined: -frobnicate", code: 2},
+		{name: "unknown command", args: []string{"frobnicate", "--dest", dest}, want: `unknown command "frobnicate"`},
 		{name: "window end before start", args: base("--table", "items", "--model", "w1", "--window-start", "2026-02-01", "--window-end", "2026-01-01"), want: "window"},
 		{name: "window not a timestamp", args: base("--table", "items", "--model", "w2", "--window-start", "yesterday-ish", "--window-end", "2026-01-01"), want: "yesterday-ish"},
 	}
@@ -124,9 +114,6 @@ func TestBadInputCatalogue(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			// HIGHWATER_TEST_BUG_CASES=1 runs them anyway, to check a fix.
-			if tc.bug != "" && os.Getenv("HIGHWATER_TEST_BUG_CASES") == "" {
-				t.Skip("bug: " + tc.bug)
-			}
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
@@ -193,9 +180,6 @@ func TestHostileValuesWork(t *testing.T) {
 		}
 		// Without --model, the model should be the table's name, unquoted.
 		t.Run("default model name", func(t *testing.T) {
-			if os.Getenv("HIGHWATER_TEST_BUG_CASES") == "" {
-				t.Skip(`bug: cmd/highwater/export.go defaultModelName cuts "Sch ema"."Wéird ""Tab"" le" at the doubled quote and names the model " le"`)
-			}
 			code, out, errOut := highwater(t, "export", "--source", db, "--dest", dest, "--table", `"Sch ema"."Wéird ""Tab"" le"`,
 				"--primary-key", `Ïd "k"`, "--modified-at", "up dated")
 			if code != 0 || !strings.HasPrefix(out, `Wéird "Tab" le: committed`) {

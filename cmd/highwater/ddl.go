@@ -25,7 +25,7 @@ func cmdDDL(ctx context.Context, env *environment, args []string) error {
 	engine := fs.String("engine", "", "engine: "+strings.Join(readers.Engines, ", "))
 	table := fs.String("table-name", "", "`name` of the table or view to create (default: the model's name)")
 	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *destURL == "" || *model == "" || *engine == "" {

@@ -24,7 +24,7 @@ func cmdDedupe(ctx context.Context, env *environment, args []string) error {
 		lookback   = fs.Duration("lookback", -1, "keep tombstones this far below the watermark (default: the last export's lookback, else 30s)")
 		tempDir    = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

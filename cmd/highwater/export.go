@@ -37,7 +37,7 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		pageRows    = fs.Int("page-rows", 0, "rows per keyset page (default 50000)")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -198,17 +198,28 @@ func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error)
 	return o, nil
 }
 
-// defaultModelName is the table name without its schema, unquoted.
+// defaultModelName is the table name without its schema, unquoted the way
+// PostgreSQL reads it: "Sch.ema"."My ""Tab""" names the model My "Tab".
 func defaultModelName(table string) string {
-	name := table
-	if i := strings.LastIndex(table, "."); i >= 0 && !strings.Contains(table[i:], `"`) {
-		name = table[i+1:]
-	} else if strings.HasSuffix(table, `"`) {
-		if j := strings.LastIndex(table[:len(table)-1], `"`); j >= 0 {
-			name = table[j+1 : len(table)-1]
+	var parts []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(table); i++ {
+		c := table[i]
+		switch {
+		case c == '"' && quoted && i+1 < len(table) && table[i+1] == '"':
+			cur.WriteByte('"')
+			i++
+		case c == '"':
+			quoted = !quoted
+		case c == '.' && !quoted:
+			parts = append(parts, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(c)
 		}
 	}
-	return strings.Trim(name, `"`)
+	return append(parts, cur.String())[len(parts)]
 }
 
 func splitList(s string) []string {

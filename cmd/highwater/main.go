@@ -23,9 +23,9 @@ Usage:
   highwater export  --config FILE [--model NAME]
   highwater status  --dest URL [--model NAME] [--json]
   highwater files   --dest URL --model NAME
-  highwater verify  --dest URL --model NAME
   highwater dedupe  --dest URL --model NAME [--memory-limit SIZE] [--keep-tombstones] [--tenant V]
   highwater vacuum  --dest URL --model NAME --older-than DUR [--dry-run]
+  highwater verify  --dest URL --model NAME
   highwater ddl     --dest URL --model NAME --engine athena|spark|duckdb [--table-name NAME]
 
 Run 'highwater COMMAND -h' for the flags of a command.
@@ -55,13 +55,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"export": cmdExport,
 		"status": cmdStatus,
 		"files":  cmdFiles,
+		"dedupe": cmdDedupe,
+		"vacuum": cmdVacuum,
 		"verify": cmdVerify,
-		"dedupe": cmdDedupe, "vacuum": cmdVacuum,
 		"ddl":    cmdDDL,
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(stderr, "highwater: unknown command %q\n\n%s", args[0], usage)
+		// The problem goes last: scripts read the last line of stderr.
+		fmt.Fprintf(stderr, "%s\nhighwater: unknown command %q\n", usage, args[0])
 		return 2
 	}
 	err := cmd(ctx, env, args[1:])
@@ -129,6 +131,21 @@ func (e *environment) failpoint() func(string) {
 			select {}
 		}
 	}
+}
+
+// parseFlags parses a subcommand's flags. A flag the flag package refuses
+// is a command-line error like the others, and exits 2.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageErr("%v", err)
+	}
+	if fs.NArg() > 0 {
+		return usageErr("unexpected argument %q", fs.Arg(0))
+	}
+	return nil
 }
 
 func usageErr(format string, args ...any) error {

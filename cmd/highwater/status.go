@@ -38,7 +38,7 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 	model := fs.String("model", "", "model `name` (default: every model at the destination)")
 	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
 	asJSON := fs.Bool("json", false, "print JSON, one object per commit")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *destURL == "" {
@@ -131,7 +131,7 @@ func cmdFiles(ctx context.Context, env *environment, args []string) error {
 	destURL := fs.String("dest", "", "destination `URL`")
 	model := fs.String("model", "", "model `name`")
 	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *destURL == "" || *model == "" {

@@ -20,7 +20,7 @@ func cmdVacuum(ctx context.Context, env *environment, args []string) error {
 		olderThan = fs.Duration("older-than", 0, "retention: only removals and dead runs older than this `duration` (e.g. 168h)")
 		dryRun    = fs.Bool("dry-run", false, "list what would be deleted, change nothing")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

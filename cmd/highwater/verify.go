@@ -30,7 +30,7 @@ func cmdVerify(ctx context.Context, env *environment, args []string) error {
 	destURL := fs.String("dest", "", "destination `URL`")
 	model := fs.String("model", "", "model `name`")
 	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -50,51 +52,44 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	return Parse(raw, os.Getenv)
+	return Parse(raw, os.LookupEnv)
 }
 
-// Parse expands ${VAR} and $VAR with getenv, then decodes strictly:
+// Parse expands ${VAR} and $VAR with lookup, then decodes strictly:
 // unknown keys are an error, since a misspelt key silently ignored would
-// export the wrong thing.
-func Parse(raw []byte, getenv func(string) string) (*File, error) {
-	var missing []string
+// export the wrong thing. A variable that is not set is an error too: an
+// empty password or host would fail later with a less helpful message.
+func Parse(raw []byte, lookup func(string) (string, bool)) (*File, error) {
+	var missing, values []string
 	expanded := os.Expand(string(raw), func(name string) string {
-		v := getenv(name)
-		if v == "" {
+		v, ok := lookup(name)
+		if !ok && !slices.Contains(missing, name) {
 			missing = append(missing, name)
+		}
+		if v != "" {
+			values = append(values, v)
 		}
 		return v
 	})
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("config uses environment variables that are not set: %s", strings.Join(missing, ", "))
+	}
 	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
 	dec.KnownFields(true)
 	var f File
 	if err := dec.Decode(&f); err != nil {
-		// yaml's messages quote lines of the document, which may hold an
-		// expanded secret; they are reported with line numbers only.
-		return nil, fmt.Errorf("parse config: %s", scrubYAMLError(err))
+		// yaml's messages may quote a value, which may be an expanded
+		// secret: every expanded value is blanked out of the message.
+		msg := err.Error()
+		for _, v := range values {
+			msg = strings.ReplaceAll(msg, v, "REDACTED")
+		}
+		return nil, fmt.Errorf("parse config: %s", msg)
 	}
 	if err := f.Validate(); err != nil {
-		if len(missing) > 0 {
-			return nil, fmt.Errorf("%w (unset environment variables: %v)", err, missing)
-		}
 		return nil, err
 	}
 	return &f, nil
-}
-
-func scrubYAMLError(err error) string {
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		return fmt.Sprintf("%d problems, e.g. %s", len(te.Errors), firstLine(te.Errors))
-	}
-	return err.Error()
-}
-
-func firstLine(errs []string) string {
-	if len(errs) == 0 {
-		return ""
-	}
-	return errs[0]
 }
 
 // Validate checks the parts that need no connection.

@@ -83,7 +83,7 @@ type Options struct {
 
 // Bucket is an S3 bucket.
 type Bucket struct {
-	client   *s3.Client
+	client *s3.Client
 	//lint:ignore SA1019 its successor, transfermanager, is still v0; the upload manager is maintained and does what we need
 	uploader *manager.Uploader
 	bucket   string
