@@ -59,43 +59,7 @@ func TestSourceServerRestarted(t *testing.T) {
 	}
 	t.Cleanup(srv.Stop)
 	db := itemsSetupOn(t, srv, sourceFaultRows)
-	sourceFault(t, db, func() error { return restart(t, srv) })
-}
-
-// restart is pgtest.Server.Restart without its hang: that one runs
-// "pg_ctl restart" without -l, so the new postmaster inherits pg_ctl's
-// output pipe and CombinedOutput waits for it forever. Here the server
-// logs to a file and pg_ctl writes to one, so nothing holds a pipe open.
-func restart(t *testing.T, srv *pgtest.Server) error {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, srv.URL)
-	if err != nil {
-		return err
-	}
-	var data, binDir string
-	err = conn.QueryRow(ctx, `SELECT current_setting('data_directory'), (SELECT setting FROM pg_config WHERE name = 'BINDIR')`).Scan(&data, &binDir)
-	conn.Close(context.Background())
-	if err != nil {
-		return err
-	}
-	out, err := os.CreateTemp(t.TempDir(), "pg_ctl-*.log")
-	if err != nil {
-		return err
-	}
-	defer out.Close()
-	args := []string{filepath.Join(binDir, "pg_ctl"), "-D", data, "-l", filepath.Join(filepath.Dir(data), "log"), "-m", "fast", "-w", "restart"}
-	if os.Geteuid() == 0 {
-		// initdb refused root, so the cluster belongs to postgres.
-		args = append([]string{"runuser", "-u", "postgres", "--"}, args...)
-	}
-	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Run(); err != nil {
-		b, _ := os.ReadFile(out.Name())
-		return fmt.Errorf("pg_ctl restart: %w\n%s", err, b)
-	}
-	return nil
+	sourceFault(t, db, srv.Restart)
 }
 
 // sourceFault runs an export of db as a subprocess, calls fault once the

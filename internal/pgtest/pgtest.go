@@ -104,7 +104,9 @@ func (s *Server) Restart() error {
 	if s.dir == "" {
 		return fmt.Errorf("restart: not a throwaway cluster")
 	}
-	out, err := s.run(filepath.Join(s.bin, "pg_ctl"), "-D", filepath.Join(s.dir, "data"), "-m", "fast", "-w", "restart")
+	// Without -l the server would inherit pg_ctl's output, and waiting for
+	// that output to end would wait for the server to stop.
+	out, err := s.run(filepath.Join(s.bin, "pg_ctl"), "-D", filepath.Join(s.dir, "data"), "-l", filepath.Join(s.dir, "log"), "-m", "fast", "-w", "restart")
 	if err != nil {
 		return fmt.Errorf("pg_ctl restart: %w\n%s", err, out)
 	}
