@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync/atomic"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
@@ -45,6 +46,7 @@ type outputs struct {
 	kv        map[string]string
 	runID     string
 	attempt   string
+	seq       *atomic.Int64 // numbers the files of all workers
 	target    int64
 	rowGroup  int64
 	modKind   pgsource.ModKind
@@ -147,7 +149,7 @@ func (o *outputs) flushBatch() error {
 func (o *outputs) open(bucket int) error {
 	ctx, cancel := context.WithCancel(o.ctx)
 	pr, pw := io.Pipe()
-	key := manifest.DataKey(o.runID, o.attempt, len(o.files)+1)
+	key := manifest.DataKey(o.runID, o.attempt, int(o.seq.Add(1)))
 	b := bucket
 	p := &outPart{file: manifest.File{Key: key, SchemaID: o.schemaID, Bucket: &b}, pipe: pw, sum: sha256.New(),
 		done: make(chan error, 1), cancel: cancel}

@@ -1,11 +1,16 @@
 package dedupe
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/highwater-dev/highwater/internal/destination"
@@ -21,6 +26,9 @@ var ErrAbandoned = errors.New("the run was declared abandoned")
 // maxRounds bounds how often a dedupe starts over because another dedupe
 // or a full refresh committed meanwhile.
 const maxRounds = 5
+
+// maxWorkers bounds the buckets rewritten at once.
+const maxWorkers = 4
 
 // Result describes a dedupe.
 type Result struct {
@@ -403,42 +411,91 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	if err := parts.finish(); err != nil {
 		return nil, nil, err
 	}
-	out := &outputs{ctx: ctx, bucket: r.dest, log: r.log, schema: schema, runID: runID, attempt: manifest.NewID()[:12],
-		target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes, modKind: w.modKind,
-		kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
-			"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
-	if len(stats.inputs) > 0 {
-		out.schemaID = stats.inputs[0].SchemaID
-	}
-	if out.codec, err = codecOf(r.opts.Compression); err != nil {
-		return nil, nil, err
-	}
-	if schema != nil {
-		out.schema = parquet.NewSchema(schema.Name(), withCodec(schema, out.codec))
-	}
-	srt := &sorter{dir: dir, budget: r.budget.sortBytes}
+	var todo []int
 	for b := range w.layout.Buckets {
-		if parts.rows[b] == 0 {
-			continue
+		if parts.rows[b] > 0 {
+			todo = append(todo, b)
 		}
-		err := srt.run(parts.files[b], parts.bytes[b], func(rec []byte) error {
-			if recFlags(rec)&flagDeleted != 0 && w.floor != nil && (recFlags(rec)&flagModNull != 0 || recMod(rec) < *w.floor) {
-				stats.dropped++
-				return nil
-			}
-			return out.add(b, rec)
-		})
-		if err == nil {
-			err = out.endBucket()
+	}
+	// Buckets are independent: sort, merge and encode several at once, one
+	// per core, each with its share of the memory budget.
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(todo), maxWorkers))
+	attempt := manifest.NewID()[:12]
+	var seq atomic.Int64
+	outs := make([]*outputs, workers)
+	for i := range outs {
+		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq,
+			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
+			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
+				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
+		if len(stats.inputs) > 0 {
+			o.schemaID = stats.inputs[0].SchemaID
 		}
-		if err != nil {
-			out.abort()
-			r.discard(out.files)
+		// A codec each: the zstd codec encodes one page at a time.
+		if o.codec, err = codecOf(r.opts.Compression); err != nil {
 			return nil, nil, err
 		}
-		// The bucket's spill file is done with: free its disk now.
-		parts.drop(b)
+		if schema != nil {
+			o.schema = parquet.NewSchema(schema.Name(), withCodec(schema, o.codec))
+		}
+		outs[i] = o
 	}
-	stats.sortRuns = srt.runsWritten
-	return out, stats, nil
+	var (
+		next     atomic.Int64
+		dropped  atomic.Int64
+		runs     atomic.Int64
+		failed   atomic.Bool
+		wg       sync.WaitGroup
+		firstErr error
+		errOnce  sync.Once
+	)
+	for _, out := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srt := &sorter{dir: dir, budget: r.budget.sortBytes / int64(workers)}
+			defer func() { runs.Add(int64(srt.runsWritten)) }()
+			for !failed.Load() {
+				i := int(next.Add(1)) - 1
+				if i >= len(todo) {
+					return
+				}
+				b := todo[i]
+				err := srt.run(parts.files[b], parts.bytes[b], func(rec []byte) error {
+					if recFlags(rec)&flagDeleted != 0 && w.floor != nil && (recFlags(rec)&flagModNull != 0 || recMod(rec) < *w.floor) {
+						dropped.Add(1)
+						return nil
+					}
+					return out.add(b, rec)
+				})
+				if err == nil {
+					err = out.endBucket()
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
+					out.abort()
+					return
+				}
+				// The bucket's spill file is done with: free its disk now.
+				parts.drop(b)
+			}
+		}()
+	}
+	wg.Wait()
+	all := &outputs{}
+	for _, o := range outs {
+		all.files = append(all.files, o.files...)
+		all.bytesOut += o.bytesOut
+		all.rowsOut += o.rowsOut
+	}
+	if firstErr != nil {
+		r.discard(all.files)
+		return nil, nil, firstErr
+	}
+	// Commit the files in bucket order, as one worker would have.
+	slices.SortStableFunc(all.files, func(a, b manifest.File) int { return cmp.Compare(*a.Bucket, *b.Bucket) })
+	stats.dropped = dropped.Load()
+	stats.sortRuns = int(runs.Load())
+	return all, stats, nil
 }

@@ -3,20 +3,24 @@ package dedupe
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"container/heap"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
+	"unsafe"
 )
 
 // spillDir is a run's private directory of spill files, removed at the end
 // whatever happens.
 type spillDir struct {
 	dir string
-	n   int
+	n   atomic.Int64 // several workers create files
 }
 
 func newSpillDir(parent string) (*spillDir, error) {
@@ -28,8 +32,7 @@ func newSpillDir(parent string) (*spillDir, error) {
 }
 
 func (s *spillDir) create(prefix string) (*os.File, error) {
-	s.n++
-	f, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("%s-%06d", prefix, s.n)))
+	f, err := os.Create(filepath.Join(s.dir, fmt.Sprintf("%s-%06d", prefix, s.n.Add(1))))
 	if err != nil {
 		return nil, fmt.Errorf("create spill file: %w", err)
 	}
@@ -142,7 +145,7 @@ type sorter struct {
 	dir    *spillDir
 	budget int64
 	arena  []byte
-	offs   []int
+	offs   []sortEnt
 	// runsWritten counts sort runs spilled, for the log and the tests.
 	runsWritten int
 }
@@ -150,8 +153,14 @@ type sorter struct {
 // run sorts the records of f, of size bytes, and emits each key's winner
 // in key order.
 func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error {
-	if s.arena == nil || int64(cap(s.arena)) < min(size, s.budget) {
-		s.arena = make([]byte, 0, min(size, s.budget))
+	// A quarter of the budget goes to the sort entries: about 30 bytes of
+	// entry for 100 of record.
+	if want := min(size, s.budget*3/4); s.arena == nil || int64(cap(s.arena)) < want {
+		s.arena = make([]byte, 0, want)
+	}
+	maxEnts := int(max(1024, s.budget/4/int64(unsafe.Sizeof(sortEnt{}))))
+	if s.offs == nil {
+		s.offs = make([]sortEnt, 0, min(maxEnts, int(size/headerLen)+1))
 	}
 	in := &recordReader{r: bufio.NewReaderSize(f, 256<<10)}
 	var runs []*os.File
@@ -162,7 +171,7 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 		}
 	}()
 	for {
-		eof, err := s.fill(in)
+		eof, err := s.fill(in, maxEnts)
 		if err != nil {
 			return err
 		}
@@ -187,7 +196,7 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 }
 
 // fill reads records into the arena until the budget is reached.
-func (s *sorter) fill(in *recordReader) (eof bool, err error) {
+func (s *sorter) fill(in *recordReader, maxEnts int) (eof bool, err error) {
 	s.arena, s.offs = s.arena[:0], s.offs[:0]
 	for {
 		hdr, err := in.r.Peek(headerLen)
@@ -198,7 +207,7 @@ func (s *sorter) fill(in *recordReader) (eof bool, err error) {
 			return false, fmt.Errorf("read spill file: %w", err)
 		}
 		n := recLen(hdr)
-		if len(s.arena)+n > cap(s.arena) && len(s.offs) > 0 {
+		if (len(s.arena)+n > cap(s.arena) || len(s.offs) >= maxEnts) && len(s.offs) > 0 {
 			return false, nil
 		}
 		start := len(s.arena)
@@ -206,20 +215,47 @@ func (s *sorter) fill(in *recordReader) (eof bool, err error) {
 		if _, err := io.ReadFull(in.r, s.arena[start:]); err != nil {
 			return false, fmt.Errorf("read spill file: %w", err)
 		}
-		s.offs = append(s.offs, start)
+		s.offs = append(s.offs, newSortEnt(s.arena[start:], start))
 	}
+}
+
+// sortEnt is one record of the arena with the first 24 bytes of its sort
+// key: most comparisons end within them (an integer key, modified-at and
+// most of the version), so they rarely touch the arena, whose records are
+// scattered in memory.
+type sortEnt struct {
+	k0, k1, k2 uint64
+	off        int
+}
+
+func newSortEnt(rec []byte, off int) sortEnt {
+	k := recSort(rec)
+	var p [24]byte
+	copy(p[:], k) // zero padding: a tie falls back to the whole key
+	return sortEnt{binary.BigEndian.Uint64(p[:]), binary.BigEndian.Uint64(p[8:]), binary.BigEndian.Uint64(p[16:]), off}
 }
 
 func (s *sorter) sortArena() {
 	a := s.arena
-	slices.SortFunc(s.offs, func(x, y int) int { return bytes.Compare(recSort(a[x:]), recSort(a[y:])) })
+	slices.SortFunc(s.offs, func(x, y sortEnt) int {
+		if c := cmp.Compare(x.k0, y.k0); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.k1, y.k1); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.k2, y.k2); c != 0 {
+			return c
+		}
+		return bytes.Compare(recSort(a[x.off:]), recSort(a[y.off:]))
+	})
 }
 
 // winners emits the first record of each key from the sorted arena.
 func (s *sorter) winners(emit func(rec []byte) error) error {
 	var prev []byte
-	for _, off := range s.offs {
-		rec := s.arena[off:]
+	for _, e := range s.offs {
+		rec := s.arena[e.off:]
 		rec = rec[:recLen(rec)]
 		k := recKey(rec)
 		if prev != nil && bytes.Equal(k, prev) {
