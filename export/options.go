@@ -28,7 +28,7 @@ var (
 const (
 	DefaultLookback        = 30 * time.Second // PostgreSQL's, as established tools use
 	DefaultTargetFileBytes = 128 << 20
-	DefaultRowGroupBytes   = 32 << 20
+	DefaultRowGroupBytes   = 16 << 20
 	DefaultRowGroupRows    = 1_000_000
 	DefaultPageRows        = 50_000
 )

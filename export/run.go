@@ -13,6 +13,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // Result describes a committed run.
@@ -30,6 +31,7 @@ type runner struct {
 	log     *manifest.Log
 	table   *pgsource.Table
 	mapping formats.Mapping
+	codec   compress.Codec // shared by the run's files: it holds zstd's history
 	schema  *manifest.Schema
 	id      manifest.Identity
 	plan    *manifest.Plan
@@ -74,6 +76,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("map the columns of %s to Parquet: %w", r.opts.Model, err)
 	}
 	r.schema = manifest.NewSchema(r.mapping.Fields(), t.Columns)
+	if r.codec, err = formats.NewCodec(r.opts.Compression); err != nil {
+		return nil, err
+	}
 	tz := r.opts.TimeZone
 	if tz == "" {
 		tz = r.src.TimeZone
@@ -470,7 +475,7 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 		if part == nil {
 			key := manifest.DataKey(r.plan.RunID, r.attempt, len(files)+1)
 			var err error
-			if part, err = openPart(ctx, r.dest, r.log, key, r.mapping, &r.opts, r.fileMetadata()); err != nil {
+			if part, err = openPart(ctx, r.dest, r.log, key, r.mapping, r.codec, &r.opts, r.fileMetadata()); err != nil {
 				return files, metrics, err
 			}
 		}

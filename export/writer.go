@@ -13,6 +13,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // partWriter streams one Parquet file to the store while it is written:
@@ -42,7 +43,7 @@ func (p *partWriter) Write(b []byte) (int, error) {
 	return n, err
 }
 
-func openPart(ctx context.Context, b objstore.Bucket, log *manifest.Log, key string, m formats.Mapping, opts *Options, kv map[string]string) (*partWriter, error) {
+func openPart(ctx context.Context, b objstore.Bucket, log *manifest.Log, key string, m formats.Mapping, codec compress.Codec, opts *Options, kv map[string]string) (*partWriter, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
 	p := &partWriter{key: key, pipe: pw, sum: sha256.New(), done: make(chan error, 1), cancel: cancel}
@@ -52,7 +53,7 @@ func openPart(ctx context.Context, b objstore.Bucket, log *manifest.Log, key str
 		pr.CloseWithError(fmt.Errorf("upload ended: %v", err))
 		p.done <- err
 	}()
-	fw, err := formats.NewFileWriter(p, m, formats.WriterOptions{Compression: opts.Compression, RowGroupRows: opts.RowGroupRows, KeyValue: kv})
+	fw, err := formats.NewFileWriter(p, m, formats.WriterOptions{Codec: codec, RowGroupRows: opts.RowGroupRows, KeyValue: kv})
 	if err != nil {
 		p.abort()
 		return nil, fmt.Errorf("start %s: %w", key, err)

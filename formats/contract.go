@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // Hidden columns written into every file. Source columns may not use the
@@ -79,8 +80,11 @@ func NewMapping(cols []Column, opts Options) (Mapping, error) {
 
 // WriterOptions configure one Parquet file.
 type WriterOptions struct {
-	Compression  string // "zstd" (default), "snappy", "gzip", "none"
-	RowGroupRows int64  // flush a row group after this many rows
+	Compression string // "zstd" (default), "snappy", "gzip", "none"
+	// Codec, when set, is used instead of Compression; share one across
+	// the files of a run (see NewCodec).
+	Codec        compress.Codec
+	RowGroupRows int64 // flush a row group after this many rows
 	// KeyValue is written into the footer; Spark's version key is always added.
 	KeyValue map[string]string
 }

@@ -5,11 +5,6 @@ import (
 	"io"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/gzip"
-	"github.com/parquet-go/parquet-go/compress/snappy"
-	"github.com/parquet-go/parquet-go/compress/uncompressed"
-	"github.com/parquet-go/parquet-go/compress/zstd"
 )
 
 // SparkVersionKey is always written: with it, Spark 3 reads dates and
@@ -28,24 +23,13 @@ type fileWriter struct {
 	closed   bool
 }
 
-func codecOf(name string) (compress.Codec, error) {
-	switch name {
-	case "", "zstd":
-		return &zstd.Codec{Level: zstd.DefaultLevel}, nil
-	case "snappy":
-		return &snappy.Codec{}, nil
-	case "gzip":
-		return &gzip.Codec{}, nil
-	case "none", "uncompressed":
-		return &uncompressed.Codec{}, nil
-	}
-	return nil, fmt.Errorf("compression %q is not one of zstd, snappy, gzip, none", name)
-}
-
 func newFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, error) {
-	codec, err := codecOf(opts.Compression)
-	if err != nil {
-		return nil, fmt.Errorf("create parquet writer: %w", err)
+	codec := opts.Codec
+	if codec == nil {
+		var err error
+		if codec, err = NewCodec(opts.Compression); err != nil {
+			return nil, fmt.Errorf("create parquet writer: %w", err)
+		}
 	}
 	options := []parquet.WriterOption{
 		m.Schema(),

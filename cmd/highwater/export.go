@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -33,9 +34,10 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		winStart    = fs.String("window-start", "", "backfill window start (inclusive), in the modified-at column's type")
 		winEnd      = fs.String("window-end", "", "backfill window end (exclusive)")
 		targetSize  = fs.String("target-file-size", "", "roll files at this `size` (default 128MiB)")
-		rowGroup    = fs.String("row-group-size", "", "end row groups at this uncompressed `size` (default 32MiB)")
+		rowGroup    = fs.String("row-group-size", "", "end row groups at this uncompressed `size` (default 16MiB)")
 		pageRows    = fs.Int("page-rows", 0, "rows per keyset page (default 50000)")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
+		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 	)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -139,6 +141,7 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 			}
 			*s.dst = n
 		}
+		o.Compression = *compression
 		o.Logger = env.logger
 		o.Failpoint = env.failpoint()
 		if err := o.Validate(); err != nil {
@@ -146,6 +149,7 @@ func cmdExport(ctx context.Context, env *environment, args []string) error {
 		}
 	}
 
+	setMemoryLimit(env, runs)
 	src, err := pgsource.Connect(ctx, sourceURL)
 	if err != nil {
 		return err
@@ -237,4 +241,19 @@ func deref(s *string) string {
 		return "(none)"
 	}
 	return *s
+}
+
+// setMemoryLimit gives the garbage collector a soft limit that fits the
+// runs' row groups, unless GOMEMLIMIT says otherwise: without one the heap
+// grows to twice its live size, and an export's live size is mostly one
+// row group.
+func setMemoryLimit(env *environment, runs []export.Options) {
+	if env.getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	rowGroup := int64(export.DefaultRowGroupBytes)
+	for _, o := range runs {
+		rowGroup = max(rowGroup, o.RowGroupBytes)
+	}
+	debug.SetMemoryLimit(2*rowGroup + 64<<20)
 }
