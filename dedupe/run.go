@@ -358,56 +358,123 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var (
 		sh     *shape
 		schema *parquet.Schema
-		enc    encoder
-		rec    []byte
 	)
-	read := func(f manifest.File, want int) error {
+	// Input files are decoded on every core; mu guards what they share:
+	// the schema, the stats and the spill files, which take records in
+	// batches.
+	var mu sync.Mutex
+	const batchBytes = 256 << 10
+	read := func(f manifest.File, want int, enc *encoder, batch *recBatch) error {
 		in, err := openInput(ctx, r.dest, r.log.Key(f.Key), dir)
 		if err != nil {
 			return err
 		}
 		defer in.close()
+		mu.Lock()
 		if schema == nil {
 			schema = in.pf.Schema()
 			if sh, err = newShape(schema, *w.base.Identity); err != nil {
+				mu.Unlock()
 				return fmt.Errorf("read %s: %w", f.Key, err)
 			}
-			enc.sh = sh
 		} else if !parquet.EqualNodes(schema, in.pf.Schema()) {
+			mu.Unlock()
 			return fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
 		}
+		enc.sh = sh
 		stats.inputs = append(stats.inputs, f)
 		stats.inputBytes += f.Bytes
+		mu.Unlock()
+		flush := func() error {
+			mu.Lock()
+			defer mu.Unlock()
+			for i, b := range batch.buckets {
+				if err := parts.add(b, batch.data[batch.offs[i]:batch.offs[i+1]]); err != nil {
+					return err
+				}
+			}
+			stats.inputRows += int64(len(batch.buckets))
+			batch.reset()
+			return nil
+		}
 		base := uint64(w.order[f.Key]) << 36
 		var n uint64
-		return in.eachRow(ctx, func(row parquet.Row) error {
+		err = in.eachRow(ctx, func(row parquet.Row) error {
 			var h uint64
-			rec, h = enc.encode(rec[:0], row, base|n)
+			batch.data, h = enc.encode(batch.data, row, base|n)
 			n++
 			b := w.layout.bucketOf(h)
 			if want >= 0 && b != want {
 				return fmt.Errorf("read %s: a row of bucket %d is in a file of bucket %d: the layout is broken", f.Key, b, want)
 			}
-			stats.inputRows++
-			return parts.add(b, rec)
+			batch.buckets = append(batch.buckets, b)
+			batch.offs = append(batch.offs, len(batch.data))
+			if len(batch.data) >= batchBytes {
+				return flush()
+			}
+			return nil
 		})
-	}
-	for _, f := range w.fresh {
-		if err := read(f, -1); err != nil {
-			return nil, nil, err
+		if err != nil {
+			return err
 		}
+		return flush()
 	}
+	type job struct {
+		f    manifest.File
+		want int
+	}
+	readAll := func(jobs []job) error {
+		var (
+			next     atomic.Int64
+			wg       sync.WaitGroup
+			errOnce  sync.Once
+			firstErr error
+			failed   atomic.Bool
+		)
+		for range max(1, min(runtime.GOMAXPROCS(0), len(jobs), maxWorkers)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var enc encoder
+				batch := &recBatch{offs: []int{0}}
+				for !failed.Load() {
+					i := int(next.Add(1)) - 1
+					if i >= len(jobs) {
+						return
+					}
+					if err := read(jobs[i].f, jobs[i].want, &enc, batch); err != nil {
+						errOnce.Do(func() { firstErr = err })
+						failed.Store(true)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		return firstErr
+	}
+	var jobs []job
+	for _, f := range w.fresh {
+		jobs = append(jobs, job{f, -1})
+	}
+	if err := readAll(jobs); err != nil {
+		return nil, nil, err
+	}
+	jobs = jobs[:0]
 	for b := range w.layout.Buckets {
 		if parts.rows[b] == 0 {
 			continue
 		}
 		stats.touched++
 		for _, f := range w.bucketed[b] {
-			if err := read(f, b); err != nil {
-				return nil, nil, err
-			}
+			jobs = append(jobs, job{f, b})
 		}
 	}
+	if err := readAll(jobs); err != nil {
+		return nil, nil, err
+	}
+	// Remove the inputs in committed order, whichever worker read them.
+	slices.SortFunc(stats.inputs, func(a, b manifest.File) int { return cmp.Compare(w.order[a.Key], w.order[b.Key]) })
 	if err := parts.finish(); err != nil {
 		return nil, nil, err
 	}
@@ -498,4 +565,15 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	stats.dropped = dropped.Load()
 	stats.sortRuns = int(runs.Load())
 	return all, stats, nil
+}
+
+// recBatch holds encoded records on their way to the spill files.
+type recBatch struct {
+	data    []byte
+	offs    []int // offs[i]:offs[i+1] is record i
+	buckets []int
+}
+
+func (b *recBatch) reset() {
+	b.data, b.offs, b.buckets = b.data[:0], b.offs[:1], b.buckets[:0]
 }
