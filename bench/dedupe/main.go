@@ -145,12 +145,14 @@ func bench(rows, updates int, keep string, genOnly bool, memLimit string) error 
 		return fmt.Errorf("highwater dedupe: %w", err)
 	}
 	fmt.Printf("highwater: %s", hwOut)
+	hwCPU := lastCPU
 
 	duckOut := filepath.Join(tmp, "duck.parquet")
 	dkTime, dkRSS, _, err := measure(exec.Command(self, append([]string{"-duckref", duckOut}, inputs...)...))
 	if err != nil {
 		return fmt.Errorf("duckdb: %w", err)
 	}
+	dkCPU := lastCPU
 
 	st, err = manifest.NewLog(d, model).ReadState(ctx)
 	if err != nil {
@@ -167,14 +169,18 @@ func bench(rows, updates int, keep string, genOnly bool, memLimit string) error 
 	}
 
 	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
-	fmt.Printf("highwater dedupe: %7.2fs  peak RSS %7.1f MiB\n", hwTime.Seconds(), mib(hwRSS))
-	fmt.Printf("duckdb:           %7.2fs  peak RSS %7.1f MiB\n", dkTime.Seconds(), mib(dkRSS))
+	load, _ := os.ReadFile("/proc/loadavg")
+	fmt.Printf("load average: %s", load)
+	fmt.Printf("highwater dedupe: %7.2fs  (cpu %6.2fs)  peak RSS %7.1f MiB\n", hwTime.Seconds(), hwCPU.Seconds(), mib(hwRSS))
+	fmt.Printf("duckdb:           %7.2fs  (cpu %6.2fs)  peak RSS %7.1f MiB\n", dkTime.Seconds(), dkCPU.Seconds(), mib(dkRSS))
 	fmt.Printf("time ratio (duckdb/highwater, >=1: highwater at least as fast): %.2f\n", dkTime.Seconds()/hwTime.Seconds())
 	fmt.Printf("memory ratio (highwater/duckdb, target <=0.33):                 %.2f\n", float64(hwRSS)/float64(dkRSS))
 	return nil
 }
 
 // measure runs cmd and returns its wall time, its peak RSS and its stdout.
+// Its CPU time goes to cpuTimes: on a shared machine wall time varies with
+// the load, CPU time much less.
 func measure(cmd *exec.Cmd) (time.Duration, int64, string, error) {
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -185,8 +191,12 @@ func measure(cmd *exec.Cmd) (time.Duration, int64, string, error) {
 	if err != nil {
 		return 0, 0, out.String(), err
 	}
+	lastCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	return el, cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10, out.String(), nil
 }
+
+// lastCPU is the user+system time of the last measured command.
+var lastCPU time.Duration
 
 func moduleRoot() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
