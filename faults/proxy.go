@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,8 @@ type ProxyOptions struct {
 	MaxFaults int64
 	// MaxDelay bounds a Delay fault (default 1s).
 	MaxDelay time.Duration
+	// Kinds restricts the kinds drawn (default: all of Kinds).
+	Kinds []string
 }
 
 // Proxy is a fault-injecting reverse proxy on 127.0.0.1.
@@ -155,9 +158,15 @@ func (p *Proxy) draw(r *http.Request) (string, time.Duration) {
 		return "", 0
 	}
 	kinds := Kinds
-	if r.Method != http.MethodGet {
+	if len(p.opts.Kinds) > 0 {
+		kinds = p.opts.Kinds
+	}
+	if r.Method != http.MethodGet && slices.Contains(kinds, Truncate) {
 		// Only a body the client reads can be cut short.
-		kinds = []string{Status500, Status503, Reset, DropResponse, Delay}
+		kinds = slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == Truncate })
+		if len(kinds) == 0 {
+			return "", 0
+		}
 	}
 	k := kinds[p.rng.IntN(len(kinds))]
 	p.counts[k]++

@@ -2,10 +2,16 @@ package faults_test
 
 import (
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/highwater-dev/highwater/faults"
 )
@@ -111,5 +117,87 @@ func TestFlakyObjectStore(t *testing.T) {
 	compare(t, clean, "items", db)
 	if r := hw(t, nil, "verify", "--dest", clean.url, "--model", "items"); r.code != 0 {
 		t.Fatalf("final verify: %s%s", r.stdout, r.stderr)
+	}
+}
+
+// TestProxyKinds checks each kind of fault against a plain upstream: what
+// the client sees, whether the request reached the upstream, and that the
+// Host header the client sent (and an S3 client signed) arrives unchanged.
+func TestProxyKinds(t *testing.T) {
+	var hits atomic.Int64
+	var hosts sync.Map
+	body := strings.Repeat("x", 1000)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		hosts.Store(r.Host, true)
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, body)
+	}))
+	defer up.Close()
+	cases := []struct {
+		kind, method string
+		status       int  // 0: the request fails
+		short        bool // the body ends early
+		reaches      bool // the upstream sees the request
+	}{
+		{faults.Status500, http.MethodPut, 500, false, false},
+		{faults.Status503, http.MethodGet, 503, false, false},
+		{faults.Reset, http.MethodPut, 0, false, false},
+		{faults.Truncate, http.MethodGet, 200, true, true},
+		{faults.DropResponse, http.MethodPut, 0, false, true},
+		{faults.Delay, http.MethodGet, 200, false, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.kind, func(t *testing.T) {
+			p, err := faults.NewProxy(up.URL, faults.ProxyOptions{Rate: 1, Seed: 1, Kinds: []string{tc.kind}, MaxDelay: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			p.Enable(true)
+			before := hits.Load()
+			// A fresh transport: no retries and no connection reuse
+			// across cases.
+			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+			req, _ := http.NewRequest(tc.method, p.URL()+"/bucket/key", strings.NewReader("payload"))
+			resp, err := c.Do(req)
+			switch {
+			case tc.status == 0:
+				if err == nil {
+					resp.Body.Close()
+					t.Fatalf("status %d, want a failed request", resp.StatusCode)
+				}
+			case err != nil:
+				t.Fatal(err)
+			default:
+				got, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tc.status {
+					t.Fatalf("status %d, want %d", resp.StatusCode, tc.status)
+				}
+				if tc.short != (rerr != nil) || (tc.short && len(got) >= len(body)) {
+					t.Fatalf("read %d bytes, error %v; short body wanted: %v", len(got), rerr, tc.short)
+				}
+			}
+			// A lost response still reached the upstream: wait for it.
+			time.Sleep(20 * time.Millisecond)
+			if reached := hits.Load() > before; reached != tc.reaches {
+				t.Fatalf("upstream reached: %v, want %v", reached, tc.reaches)
+			}
+			if n := p.Counts()[tc.kind]; n != 1 {
+				t.Fatalf("counted %d faults of kind %s", n, tc.kind)
+			}
+		})
+	}
+	proxyAddrs := 0
+	hosts.Range(func(k, _ any) bool {
+		if k.(string) == strings.TrimPrefix(up.URL, "http://") {
+			t.Errorf("the upstream saw its own address as Host: the client's Host header was rewritten")
+		}
+		proxyAddrs++
+		return true
+	})
+	if proxyAddrs == 0 {
+		t.Fatal("no request reached the upstream")
 	}
 }
