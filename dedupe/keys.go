@@ -261,44 +261,73 @@ const (
 	tagFixed
 )
 
-// encodeRow writes a row compactly: per value its column, levels, a tag
-// and the payload.
+// Row forms: a flat row (value i is column i, no repetition, definition
+// level under 16, as every row of a table without arrays) packs each
+// value's definition level into its tag byte; any other row spells out
+// each value's column and levels. Records cross the disk twice, so the
+// three bytes saved per value count.
+const (
+	rowGeneral = iota
+	rowFlat
+)
+
+// encodeRow writes a row compactly: per value a tag and the payload, and
+// for a row that is not flat its column and levels.
 func encodeRow(dst []byte, row parquet.Row) []byte {
+	flat := true
+	for i, v := range row {
+		if v.Column() != i || v.RepetitionLevel() != 0 || v.DefinitionLevel() >= 16 {
+			flat = false
+			break
+		}
+	}
+	if !flat {
+		return encodeValues(append(dst, rowGeneral), row, false)
+	}
+	return encodeValues(append(dst, rowFlat), row, true)
+}
+
+func encodeValues(dst []byte, row parquet.Row, flat bool) []byte {
 	for _, v := range row {
-		dst = binary.AppendUvarint(dst, uint64(v.Column()))
-		dst = append(dst, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
+		var lv byte // the definition level, in the tag's high bits when flat
+		if flat {
+			lv = byte(v.DefinitionLevel()) << 4
+		} else {
+			dst = binary.AppendUvarint(dst, uint64(v.Column()))
+			dst = append(dst, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
+		}
 		if v.IsNull() {
-			dst = append(dst, tagNull)
+			dst = append(dst, lv|tagNull)
 			continue
 		}
 		switch v.Kind() {
 		case parquet.Boolean:
 			if v.Boolean() {
-				dst = append(dst, tagTrue)
+				dst = append(dst, lv|tagTrue)
 			} else {
-				dst = append(dst, tagFalse)
+				dst = append(dst, lv|tagFalse)
 			}
 		case parquet.Int32:
-			dst = binary.LittleEndian.AppendUint32(append(dst, tagInt32), uint32(v.Int32()))
+			dst = binary.LittleEndian.AppendUint32(append(dst, lv|tagInt32), uint32(v.Int32()))
 		case parquet.Int64:
-			dst = binary.LittleEndian.AppendUint64(append(dst, tagInt64), uint64(v.Int64()))
+			dst = binary.LittleEndian.AppendUint64(append(dst, lv|tagInt64), uint64(v.Int64()))
 		case parquet.Float:
-			dst = binary.LittleEndian.AppendUint32(append(dst, tagFloat), math.Float32bits(v.Float()))
+			dst = binary.LittleEndian.AppendUint32(append(dst, lv|tagFloat), math.Float32bits(v.Float()))
 		case parquet.Double:
-			dst = binary.LittleEndian.AppendUint64(append(dst, tagDouble), math.Float64bits(v.Double()))
+			dst = binary.LittleEndian.AppendUint64(append(dst, lv|tagDouble), math.Float64bits(v.Double()))
 		case parquet.Int96:
 			x := v.Int96()
-			dst = append(dst, tagInt96)
+			dst = append(dst, lv|tagInt96)
 			dst = binary.LittleEndian.AppendUint32(dst, x[0])
 			dst = binary.LittleEndian.AppendUint32(dst, x[1])
 			dst = binary.LittleEndian.AppendUint32(dst, x[2])
 		case parquet.FixedLenByteArray:
 			b := v.ByteArray()
-			dst = binary.AppendUvarint(append(dst, tagFixed), uint64(len(b)))
+			dst = binary.AppendUvarint(append(dst, lv|tagFixed), uint64(len(b)))
 			dst = append(dst, b...)
 		default:
 			b := v.ByteArray()
-			dst = binary.AppendUvarint(append(dst, tagBytes), uint64(len(b)))
+			dst = binary.AppendUvarint(append(dst, lv|tagBytes), uint64(len(b)))
 			dst = append(dst, b...)
 		}
 	}
@@ -308,13 +337,26 @@ func encodeRow(dst []byte, row parquet.Row) []byte {
 // decodeRow appends the values of an encoded row to dst. Byte arrays refer
 // to b, which must outlive the row.
 func decodeRow(dst parquet.Row, b []byte) (parquet.Row, error) {
+	if len(b) == 0 {
+		return dst, fmt.Errorf("decode spilled row: empty")
+	}
+	flat, first := b[0] == rowFlat, len(dst)
+	b = b[1:]
 	for len(b) > 0 {
-		col, n := binary.Uvarint(b)
-		if n <= 0 || len(b) < n+3 {
-			return dst, fmt.Errorf("decode spilled row: truncated value")
+		var col uint64
+		var rep, def int
+		var tag byte
+		if flat {
+			col, def, tag = uint64(len(dst)-first), int(b[0]>>4), b[0]&0x0f
+			b = b[1:]
+		} else {
+			c, n := binary.Uvarint(b)
+			if n <= 0 || len(b) < n+3 {
+				return dst, fmt.Errorf("decode spilled row: truncated value")
+			}
+			col, rep, def, tag = c, int(b[n]), int(b[n+1]), b[n+2]
+			b = b[n+3:]
 		}
-		rep, def, tag := int(b[n]), int(b[n+1]), b[n+2]
-		b = b[n+3:]
 		var v parquet.Value
 		switch tag {
 		case tagNull:
