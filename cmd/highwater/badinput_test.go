@@ -113,7 +113,6 @@ func TestBadInputCatalogue(t *testing.T) {
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			// HIGHWATER_TEST_BUG_CASES=1 runs them anyway, to check a fix.
 			for k, v := range tc.env {
 				t.Setenv(k, v)
 			}
