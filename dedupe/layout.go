@@ -54,7 +54,13 @@ func committedLayout(st *manifest.State) (Layout, bool, error) {
 // chooseBuckets sizes a new layout so that a bucket holds about one target
 // file of compressed data. The input bytes include duplicates, so buckets
 // come out at most that large.
-func chooseBuckets(inputBytes, target int64) int {
+// With more than one bucket, the count is rounded up to a multiple of the
+// workers that rewrite buckets at once, so that none sits idle while the
+// last bucket is written.
+func chooseBuckets(inputBytes, target int64, workers int) int {
 	n := int((inputBytes + target - 1) / target)
+	if n > 1 && workers > 1 {
+		n = (n + workers - 1) / workers * workers
+	}
 	return max(1, min(n, maxBuckets))
 }

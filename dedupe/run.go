@@ -144,7 +144,7 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 	if !ok {
 		n := r.opts.Buckets
 		if n == 0 {
-			n = chooseBuckets(total, r.opts.TargetFileBytes)
+			n = chooseBuckets(total, r.opts.TargetFileBytes, min(runtime.GOMAXPROCS(0), maxWorkers))
 		}
 		w.layout, w.full, w.fresh = Layout{Scheme: layoutScheme, Hash: layoutHash, Buckets: n}, true, st.Files
 	} else {
