@@ -268,10 +268,18 @@ func (l *Log) writeCheckpoint(ctx context.Context, st *State) error {
 func Probe(ctx context.Context, b objstore.Bucket, model string) error {
 	key := path.Join(model, "_manifests", "_probe-"+NewID())
 	defer b.Delete(context.WithoutCancel(ctx), key)
-	if err := b.Put(ctx, key, strings.NewReader("1"), objstore.PutOptions{IfNotExist: true}); err != nil {
+	err := b.Put(ctx, key, strings.NewReader("1"), objstore.PutOptions{IfNotExist: true})
+	if errors.Is(err, objstore.ErrExist) {
+		// The key is random: a "1" there is our own write, retried after
+		// its answer was lost.
+		if there, rerr := objstore.ReadAll(ctx, b, key); rerr == nil && string(there) == "1" {
+			err = nil
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("probe create-if-absent: %w", err)
 	}
-	err := b.Put(ctx, key, strings.NewReader("2"), objstore.PutOptions{IfNotExist: true})
+	err = b.Put(ctx, key, strings.NewReader("2"), objstore.PutOptions{IfNotExist: true})
 	switch {
 	case errors.Is(err, objstore.ErrExist):
 		return nil

@@ -173,3 +173,36 @@ func TestNewerFormatIsRefused(t *testing.T) {
 		t.Fatalf("want an upgrade error, got %v", err)
 	}
 }
+
+// retriedAfterLoss lands every create-if-absent write, then answers as an
+// SDK whose retry met that first write would: with ErrExist.
+type retriedAfterLoss struct{ objstore.Bucket }
+
+func (r retriedAfterLoss) Put(ctx context.Context, key string, body io.Reader, opts objstore.PutOptions) error {
+	data, _ := io.ReadAll(body)
+	if err := r.Bucket.Put(ctx, key, strings.NewReader(string(data)), opts); err != nil || !opts.IfNotExist {
+		return err
+	}
+	return r.Bucket.Put(ctx, key, strings.NewReader(string(data)), opts)
+}
+
+func TestOwnWritesAreRecognisedAfterALostAnswer(t *testing.T) {
+	ctx := context.Background()
+	b := retriedAfterLoss{mem.New()}
+	l := NewLog(b, "m")
+	if err := l.WritePlan(ctx, &Plan{RunID: "r1", Kind: KindExport}); err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if err := l.WriteFileCheckpoint(ctx, &FileCheckpoint{RunID: "r1", AttemptID: "a", N: 1, File: File{Key: "data/r1/a/part-000001.parquet"}}); err != nil {
+		t.Fatalf("checkpoint: %v", err)
+	}
+	// The probe's first write and the commit meet their own writes too.
+	st := &State{}
+	if err := l.Commit(ctx, st, exportCommit(1)); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	// Another run's plan at the same key is not ours.
+	if err := l.WritePlan(ctx, &Plan{RunID: "r1", Kind: KindBackfill}); !errors.Is(err, objstore.ErrExist) {
+		t.Fatalf("a different plan at a taken key: %v", err)
+	}
+}

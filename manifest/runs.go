@@ -30,7 +30,15 @@ func DataKey(runID, attemptID string, n int) string {
 // WritePlan stores a new run's plan, create-if-absent.
 func (l *Log) WritePlan(ctx context.Context, p *Plan) error {
 	p.Version = currentVersion()
-	err := l.bucket.Put(ctx, l.planKey(p.RunID), bytes.NewReader(encode(p)), objstore.PutOptions{IfNotExist: true, ContentType: "application/json"})
+	data := encode(p)
+	err := l.bucket.Put(ctx, l.planKey(p.RunID), bytes.NewReader(data), objstore.PutOptions{IfNotExist: true, ContentType: "application/json"})
+	if errors.Is(err, objstore.ErrExist) {
+		// A retry that met our own first write, whose answer was lost: the
+		// run id is new, so identical bytes there are ours.
+		if there, rerr := objstore.ReadAll(ctx, l.bucket, l.planKey(p.RunID)); rerr == nil && bytes.Equal(there, data) {
+			return nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("write plan of run %s: %w", p.RunID, err)
 	}

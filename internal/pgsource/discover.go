@@ -309,9 +309,13 @@ func (s *Source) checkIndexes(ctx context.Context, t *Table, rel uint32) error {
 			t.Relation, strings.Join(t.PrimaryKey, ", "), ErrBadModel)
 	}
 	if !ordered {
+		cols := make([]string, 0, len(t.PrimaryKey)+1)
+		for _, c := range append([]string{t.ModifiedAt}, t.PrimaryKey...) {
+			cols = append(cols, quoteIdent(c))
+		}
 		t.Warnings = append(t.Warnings, fmt.Sprintf(
 			"no index on %s leads with %q: every page scans the table; create one on (%s)",
-			t.Relation, t.ModifiedAt, strings.Join(append([]string{t.ModifiedAt}, t.PrimaryKey...), ", ")))
+			t.Relation, t.ModifiedAt, strings.Join(cols, ", ")))
 	}
 	return nil
 }

@@ -183,26 +183,82 @@ func (r *Bucket) Put(ctx context.Context, key string, body io.Reader, opts objst
 	return r.do(ctx, rewind, func() error { return r.b.Put(ctx, key, body, opts) })
 }
 
-// Get retries opening the object; a failure while reading it is the
-// caller's to handle.
+// Get retries opening the object, and the reader it returns resumes a read
+// that fails part-way with a ranged read from the byte it reached.
 func (r *Bucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	var rc io.ReadCloser
-	err := r.do(ctx, nil, func() (err error) {
-		rc, err = r.b.Get(ctx, key)
-		return err
-	})
-	return rc, err
+	return r.GetRange(ctx, key, 0, -1)
 }
 
-// GetRange retries opening the range.
+// GetRange retries opening the range, and resumes it like Get.
 func (r *Bucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
 	var rc io.ReadCloser
 	err := r.do(ctx, nil, func() (err error) {
 		rc, err = r.b.GetRange(ctx, key, offset, length)
 		return err
 	})
-	return rc, err
+	if err != nil {
+		return nil, err
+	}
+	return &resumingReader{r: r, ctx: ctx, key: key, off: offset, left: length, rc: rc}, nil
 }
+
+// resumingReader reopens its range after a transient read error, such as a
+// connection reset in the middle of a body, so that callers see one whole
+// object. The object is immutable, so the rest of it is the same bytes.
+type resumingReader struct {
+	r    *Bucket
+	ctx  context.Context
+	key  string
+	off  int64 // where the next byte comes from
+	left int64 // bytes still to read; < 0: to the end
+	rc   io.ReadCloser
+}
+
+func (rr *resumingReader) Read(p []byte) (int, error) {
+	if rr.left == 0 {
+		return 0, io.EOF
+	}
+	if rr.left > 0 && int64(len(p)) > rr.left {
+		p = p[:rr.left]
+	}
+	for attempt := 1; ; attempt++ {
+		n, err := rr.rc.Read(p)
+		rr.off += int64(n)
+		if rr.left > 0 {
+			rr.left -= int64(n)
+		}
+		if err == nil || err == io.EOF || !IsTransient(err) {
+			return n, err
+		}
+		if attempt >= rr.r.policy.MaxAttempts || rr.ctx.Err() != nil {
+			return n, fmt.Errorf("read %s at byte %d: %w", rr.key, rr.off, err)
+		}
+		if rerr := rr.reopen(); rerr != nil {
+			return n, rerr
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+}
+
+func (rr *resumingReader) reopen() error {
+	rr.rc.Close()
+	return rr.r.do(rr.ctx, nil, func() (err error) {
+		rr.rc, err = rr.r.b.GetRange(rr.ctx, rr.key, rr.off, rr.left)
+		if err != nil {
+			rr.rc = io.NopCloser(failingReader{err})
+		}
+		return err
+	})
+}
+
+func (rr *resumingReader) Close() error { return rr.rc.Close() }
+
+// failingReader stands in for a body that could not be reopened.
+type failingReader struct{ err error }
+
+func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
 
 // Stat retries.
 func (r *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {

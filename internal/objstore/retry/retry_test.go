@@ -1,6 +1,7 @@
 package retry_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -200,5 +201,66 @@ func TestListResumes(t *testing.T) {
 	})
 	if !errors.Is(err, syscall.ECONNRESET) || calls != 1 {
 		t.Fatalf("fn error: %v after %d calls", err, calls)
+	}
+}
+
+// cutBodies serves each object's body only up to half, with a reset,
+// the first time each range is read.
+type cutBodies struct {
+	objstore.Bucket
+	cut map[int64]bool
+}
+
+type cutReader struct {
+	r    io.Reader
+	left int
+}
+
+func (c *cutReader) Read(p []byte) (int, error) {
+	if c.left == 0 {
+		return 0, syscall.ECONNRESET
+	}
+	if len(p) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= n
+	return n, err
+}
+
+func (c *cutBodies) GetRange(ctx context.Context, key string, off, n int64) (io.ReadCloser, error) {
+	rc, err := c.Bucket.GetRange(ctx, key, off, n)
+	if err != nil || c.cut[off] {
+		return rc, err
+	}
+	c.cut[off] = true
+	return struct {
+		io.Reader
+		io.Closer
+	}{&cutReader{r: rc, left: 1000}, rc}, nil
+}
+
+func TestReadResumesAfterReset(t *testing.T) {
+	ctx := context.Background()
+	m := mem.New()
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	if err := m.Put(ctx, "k", bytes.NewReader(data), objstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	b := retry.New(&cutBodies{Bucket: m, cut: map[int64]bool{}}, retry.Policy{MaxAttempts: 20, InitialDelay: time.Millisecond, MaxDelay: time.Millisecond})
+	got, err := objstore.ReadAll(ctx, b, "k")
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	if !bytes.Equal(got, data) {
+		t.Fatalf("read %d bytes, not the object's %d", len(got), len(data))
+	}
+	rc, err := b.GetRange(ctx, "k", 2500, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = io.ReadAll(rc)
+	if err != nil || !bytes.Equal(got, data[2500:7500]) {
+		t.Fatalf("range: %v, %d bytes", err, len(got))
 	}
 }
