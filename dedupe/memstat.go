@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 )
 
@@ -36,4 +38,16 @@ func fileResident() (n int64, ok bool) {
 		}
 	}
 	return n, ok
+}
+
+// heapInUse returns the live heap after a collection: what the process
+// keeps whatever the dedupe does.
+func heapInUse() int64 {
+	runtime.GC()
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
 }

@@ -106,14 +106,16 @@ const (
 
 // newBudget gives the Go runtime what the limit leaves after the pages
 // the process already holds outside it (fileBytes), and sizes the data
-// buffers at about half of that: the collector needs the other half to
-// keep the heap under its limit without running constantly.
-func newBudget(limit, fileBytes int64) budget {
+// buffers at about half of what the heap in use (heapBytes: package
+// state, the SDKs' registries) leaves: the collector needs the other half
+// to keep the heap under its limit without running constantly.
+func newBudget(limit, fileBytes, heapBytes int64) budget {
 	g := max(limit-fileBytes-slack, minGoLimit)
+	free := max(g-heapBytes, minGoLimit/2)
 	return budget{
 		goLimit:       g,
-		sortBytes:     g / 4,
-		rowGroupBytes: min(g/32, 16<<20),
-		spillBuffers:  g / 32,
+		sortBytes:     free / 4,
+		rowGroupBytes: min(free/32, 16<<20),
+		spillBuffers:  free / 32,
 	}
 }
