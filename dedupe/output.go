@@ -15,24 +15,7 @@ import (
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
-	"github.com/parquet-go/parquet-go/compress/gzip"
-	"github.com/parquet-go/parquet-go/compress/snappy"
-	"github.com/parquet-go/parquet-go/compress/uncompressed"
 )
-
-func codecOf(name string) (compress.Codec, error) {
-	switch name {
-	case "", "zstd":
-		return newZstdCodec()
-	case "snappy":
-		return &snappy.Codec{}, nil
-	case "gzip":
-		return &gzip.Codec{}, nil
-	case "none", "uncompressed":
-		return &uncompressed.Codec{}, nil
-	}
-	return nil, fmt.Errorf("compression %q is not one of zstd, snappy, gzip, none", name)
-}
 
 // outputs writes the winners of one run into files of one schema, each
 // streamed to the store while it is encoded.
@@ -61,7 +44,7 @@ type outputs struct {
 
 type outPart struct {
 	file     manifest.File
-	w        *parquet.Writer
+	w        *parquet.GenericWriter[any]
 	pipe     *io.PipeWriter
 	sum      hash.Hash
 	n        int64
@@ -173,7 +156,7 @@ func (o *outputs) open(bucket int) error {
 		p.abort()
 		return fmt.Errorf("start %s: %w", key, err)
 	}
-	p.w = parquet.NewWriter(p, cfg)
+	p.w = parquet.NewGenericWriter[any](p, cfg)
 	o.part = p
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
@@ -269,10 +270,15 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 
 	r.opts.Failpoint("dedupe-before-commit")
 	c, again, err := r.commit(ctx, w, p, out.files, stats.inputs, res)
-	if err != nil || again {
-		// Nothing references the outputs: remove them now rather than
-		// leave them to a vacuum.
+	if again {
+		// The log moved on without this round: nothing references its
+		// outputs, so they go now rather than wait for a vacuum.
 		r.discard(out.files)
+	}
+	if err != nil || again {
+		// After an error the commit may still have landed (its answer
+		// lost): the outputs stay, and a vacuum deletes them only if the
+		// log never names them.
 		return again, err
 	}
 	res.Commit = c
@@ -510,7 +516,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			o.schemaID = stats.inputs[0].SchemaID
 		}
 		// A codec each: the zstd codec encodes one page at a time.
-		if o.codec, err = codecOf(r.opts.Compression); err != nil {
+		if o.codec, err = formats.NewCodec(r.opts.Compression); err != nil {
 			return nil, nil, err
 		}
 		if schema != nil {
