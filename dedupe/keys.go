@@ -297,6 +297,7 @@ func encodeValues(dst []byte, row parquet.Row, flat bool) []byte {
 			dst = append(dst, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
 		}
 		if v.IsNull() {
+			//lint:ignore SA4016 tags are values in the low bits, not flags; null's is 0
 			dst = append(dst, lv|tagNull)
 			continue
 		}
