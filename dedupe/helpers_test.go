@@ -2,7 +2,6 @@ package dedupe_test
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/highwater-dev/highwater/internal/laketest"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/highwater-dev/highwater/dedupe"
@@ -82,63 +83,13 @@ func localCopies(t *testing.T, d *destination.Destination, model string) []strin
 func duck(t *testing.T, d *destination.Destination, model, q string) [][]string {
 	t.Helper()
 	paths := localCopies(t, d, model)
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
-		t.Fatal(err)
-	}
-	quoted := make([]string, len(paths))
-	for i, p := range paths {
-		quoted[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
-	}
-	view := "CREATE VIEW lake AS SELECT * FROM read_parquet([" + strings.Join(quoted, ",") + "], union_by_name = true)"
+	db := laketest.DuckDB(t, paths)
 	if len(paths) == 0 {
-		view = "CREATE VIEW lake AS SELECT NULL::BIGINT AS id WHERE false"
-	}
-	if _, err := db.Exec(view); err != nil {
-		t.Fatal(err)
-	}
-	return queryRows(t, db, strings.ReplaceAll(q, "$FILES", strings.Join(quoted, ",")))
-}
-
-func queryRows(t *testing.T, db *sql.DB, q string) [][]string {
-	t.Helper()
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatalf("query %q: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
+		if _, err := db.Exec("CREATE VIEW lake AS SELECT NULL::BIGINT AS id WHERE false"); err != nil {
 			t.Fatal(err)
 		}
-		rec := make([]string, len(cols))
-		for i, v := range vals {
-			switch x := v.(type) {
-			case nil:
-				rec[i] = "NULL"
-			case time.Time:
-				rec[i] = x.UTC().Format("2006-01-02 15:04:05.999999")
-			default:
-				rec[i] = fmt.Sprint(x)
-			}
-		}
-		out = append(out, rec)
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return laketest.Query(t, db, strings.ReplaceAll(q, "$FILES", laketest.FileList(paths)))
 }
 
 func scalar(t *testing.T, rows [][]string) string {

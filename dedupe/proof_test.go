@@ -26,17 +26,7 @@ import (
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) {
-	srv, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = srv
-	code := m.Run()
-	srv.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 
 const itemsTable = `CREATE TABLE items (
 	id bigint PRIMARY KEY,

@@ -2,17 +2,14 @@ package export_test
 
 import (
 	"context"
-	"database/sql"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/laketest"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/manifest"
@@ -21,17 +18,7 @@ import (
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) {
-	srv, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = srv
-	code := m.Run()
-	srv.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 
 // lake is one test's source database and local destination.
 type lake struct {
@@ -116,58 +103,11 @@ func (l *lake) committedPaths() []string {
 // lake, and returns the rows as strings.
 func (l *lake) query(q string) [][]string {
 	l.t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer db.Close()
 	paths := l.committedPaths()
 	if len(paths) == 0 {
 		l.t.Fatalf("no committed files")
 	}
-	quoted := make([]string, len(paths))
-	for i, p := range paths {
-		quoted[i] = "'" + strings.ReplaceAll(p, "'", "''") + "'"
-	}
-	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
-		l.t.Fatal(err)
-	}
-	if _, err := db.Exec(fmt.Sprintf("CREATE VIEW lake AS SELECT * FROM read_parquet([%s], union_by_name = true)", strings.Join(quoted, ","))); err != nil {
-		l.t.Fatal(err)
-	}
-	rows, err := db.Query(q)
-	if err != nil {
-		l.t.Fatalf("duckdb %q: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			l.t.Fatal(err)
-		}
-		rec := make([]string, len(cols))
-		for i, v := range vals {
-			switch x := v.(type) {
-			case nil:
-				rec[i] = "NULL"
-			case time.Time:
-				rec[i] = x.UTC().Format("2006-01-02 15:04:05.999999")
-			default:
-				rec[i] = fmt.Sprint(x)
-			}
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
-		l.t.Fatal(err)
-	}
-	return out
+	return laketest.Query(l.t, laketest.DuckDB(l.t, paths), q)
 }
 
 // pgQuery returns rows of a source query as strings.
@@ -192,14 +132,7 @@ func (l *lake) pgQuery(q string) [][]string {
 		}
 		rec := make([]string, len(vals))
 		for i, v := range vals {
-			switch x := v.(type) {
-			case nil:
-				rec[i] = "NULL"
-			case time.Time:
-				rec[i] = x.UTC().Format("2006-01-02 15:04:05.999999")
-			default:
-				rec[i] = fmt.Sprint(x)
-			}
+			rec[i] = laketest.String(v)
 		}
 		out = append(out, rec)
 	}

@@ -2,7 +2,6 @@ package export_test
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/highwater-dev/highwater/internal/laketest"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
@@ -80,41 +81,11 @@ func (l *lake) ddlQuery(q string) [][]string {
 	if err != nil {
 		l.t.Fatal(err)
 	}
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer db.Close()
+	db := laketest.DuckDB(l.t, nil)
 	if _, err := db.Exec(ddl); err != nil {
 		l.t.Fatalf("run the DuckDB DDL: %v\n%s", err, ddl)
 	}
-	rows, err := db.Query(q)
-	if err != nil {
-		l.t.Fatalf("duckdb %q: %v", q, err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			l.t.Fatal(err)
-		}
-		rec := make([]string, len(vals))
-		for i, v := range vals {
-			if v == nil {
-				rec[i] = "NULL"
-			} else {
-				rec[i] = fmt.Sprint(v)
-			}
-		}
-		out = append(out, rec)
-	}
-	return out
+	return laketest.Query(l.t, db, q)
 }
 
 func TestSymlinkManifestAfterEveryCommit(t *testing.T) {

@@ -308,7 +308,6 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	sc.AfterPage = func() { r.opts.Failpoint("after-page") }
 
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	batches := make(chan *batch, 4)
 	free := make(chan *batch, 6)
 	for range cap(free) {
@@ -316,7 +315,17 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	}
 	const batchRows = 1024
 	readErr := make(chan error, 1)
+	readDone := make(chan struct{})
+	// The reader shares the source connection with whoever runs next, so it
+	// must have stopped before extract returns, whatever way it returns.
+	defer func() {
+		cancel()
+		for range batches {
+		}
+		<-readDone
+	}()
 	go func() {
+		defer close(readDone)
 		defer close(batches)
 		var b *batch
 		take := func() *batch {
@@ -412,10 +421,6 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 
 	files, metrics, werr := r.writeFiles(ctx, batches, free, files, metrics)
 	if werr != nil {
-		cancel()
-		for range batches {
-		}
-		<-readErr
 		return metrics, nil, werr
 	}
 	if err := <-readErr; err != nil {

@@ -17,17 +17,7 @@ import (
 
 var srv *pgtest.Server
 
-func TestMain(m *testing.M) {
-	s, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start postgres:", err)
-		os.Exit(1)
-	}
-	srv = s
-	code := m.Run()
-	s.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &srv)) }
 
 // sessionSQL pins the settings that shape PostgreSQL's text output, which the
 // tests use as the expected values.

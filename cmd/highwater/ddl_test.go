@@ -1,7 +1,6 @@
 package main
 
 import (
-	"database/sql"
 	"flag"
 	"fmt"
 	"os"
@@ -9,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/highwater-dev/highwater/internal/laketest"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/highwater-dev/highwater/internal/pgtest"
@@ -175,49 +176,17 @@ func pgRows(t *testing.T, db, q string) [][]string {
 // duckRows runs the generated DDL, then q, in a fresh DuckDB.
 func duckRows(t *testing.T, ddl, q string) [][]string {
 	t.Helper()
-	db, err := sql.Open("duckdb", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("SET TimeZone = 'UTC'"); err != nil {
-		t.Fatal(err)
-	}
+	db := laketest.DuckDB(t, nil)
 	if _, err := db.Exec(ddl); err != nil {
 		t.Fatalf("run the DuckDB DDL: %v\n%s", err, ddl)
 	}
-	rows, err := db.Query(q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, _ := rows.Columns()
-	var out [][]string
-	for rows.Next() {
-		vals := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, stringsOf(vals))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return laketest.Query(t, db, q)
 }
 
 func stringsOf(vals []any) []string {
 	rec := make([]string, len(vals))
 	for i, v := range vals {
-		if v == nil {
-			rec[i] = "NULL"
-		} else {
-			rec[i] = fmt.Sprint(v)
-		}
+		rec[i] = laketest.String(v)
 	}
 	return rec
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,17 +13,7 @@ import (
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) {
-	srv, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = srv
-	code := m.Run()
-	srv.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 
 // highwater runs the CLI in-process.
 func highwater(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -186,3 +186,17 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Main runs a package's tests against one server: it starts the server,
+// stores it in *srv for the tests, runs them, stops it and returns the exit
+// code. Use it as TestMain's body: os.Exit(pgtest.Main(m, &pg)).
+func Main(m *testing.M, srv **Server) int {
+	s, err := Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
+		return 1
+	}
+	defer s.Stop()
+	*srv = s
+	return m.Run()
+}
