@@ -3,9 +3,7 @@ package faults_test
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 
 	_ "github.com/duckdb/duckdb-go/v2"
 	"github.com/highwater-dev/highwater/internal/destination"
@@ -139,15 +139,8 @@ func s3Store(t *testing.T) store {
 // destination that reaches it through via (a proxy, say).
 func s3StoreAt(t *testing.T, ep, via string) store {
 	t.Helper()
-	var b [6]byte
-	rand.Read(b[:])
-	name := "hw-faults-" + hex.EncodeToString(b[:])
-	u := "s3://" + name + "/lake?endpoint=" + via
-	if _, err := destination.Open(t.Context(), u, ""); err != nil && strings.Contains(err.Error(), "unknown scheme") {
-		t.Skipf("s3:// destinations are not wired into internal/destination yet (cloudOpeners is empty): %v", err)
-	}
-	createBucket(t, ep, name)
-	return store{name: "s3", url: u}
+	t.Setenv(cloudtest.EnvS3, ep)
+	return store{name: "s3", url: "s3://" + cloudtest.S3Bucket(t) + "/lake?endpoint=" + via}
 }
 
 // open opens the store for checks made outside the binary.

@@ -11,12 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/azure"
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/gcs"
 	"github.com/highwater-dev/highwater/internal/objstore/s3"
 )
@@ -64,23 +62,7 @@ func s3Endpoint(t *testing.T) string {
 	return ep
 }
 
-func createS3Bucket(t *testing.T) string {
-	name := randomName()
-	b, err := s3.New(t.Context(), name, s3.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Client().CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("create bucket: %v", err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		_ = b.List(ctx, "", func(a objstore.Attrs) error { return b.Delete(ctx, a.Key) })
-		_, _ = b.Client().DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)})
-	})
-	return name
-}
+func createS3Bucket(t *testing.T) string { return cloudtest.S3Bucket(t) }
 
 // roundTrip writes through the destination and checks that the object lands
 // under the URL's prefix and that its URL names it.

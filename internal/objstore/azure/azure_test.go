@@ -1,17 +1,14 @@
 package azure_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/azure"
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
 	"github.com/highwater-dev/highwater/internal/objstore/retry"
 )
@@ -28,25 +25,12 @@ func connString(t *testing.T) string {
 }
 
 func newBucket(t *testing.T) *azure.Bucket {
-	cs := connString(t)
-	var buf [6]byte
-	rand.Read(buf[:])
-	name := "hw-test-" + hex.EncodeToString(buf[:])
+	name := cloudtest.AzureContainer(t)
 	// Smaller blocks than the default make the 64 MiB stream many blocks.
-	b, err := azure.New(t.Context(), name, azure.Options{ConnectionString: cs, BlockSize: 8 << 20})
+	b, err := azure.New(t.Context(), name, azure.Options{ConnectionString: connString(t), BlockSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Container().Create(t.Context(), nil); err != nil {
-		t.Fatalf("create container %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := b.Container().Delete(ctx, nil); err != nil {
-			t.Logf("delete container %s: %v", name, err)
-		}
-	})
 	return b
 }
 

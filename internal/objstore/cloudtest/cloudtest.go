@@ -46,7 +46,10 @@ func need(t testing.TB, env string) string {
 }
 
 // S3 creates a bucket on the test S3 server and returns s3://bucket.
-func S3(t testing.TB) string {
+func S3(t testing.TB) string { return "s3://" + S3Bucket(t) }
+
+// S3Bucket creates a bucket on the test S3 server and returns its name.
+func S3Bucket(t testing.TB) string {
 	t.Helper()
 	t.Setenv("AWS_ENDPOINT_URL_S3", need(t, EnvS3))
 	name := Name()
@@ -63,11 +66,14 @@ func S3(t testing.TB) string {
 		empty(ctx, b)
 		b.Client().DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)})
 	})
-	return "s3://" + name
+	return name
 }
 
 // GCS creates a bucket on the test GCS server and returns gs://bucket.
-func GCS(t testing.TB) string {
+func GCS(t testing.TB) string { return "gs://" + GCSBucket(t) }
+
+// GCSBucket creates a bucket on the test GCS server and returns its name.
+func GCSBucket(t testing.TB) string {
 	t.Helper()
 	t.Setenv("STORAGE_EMULATOR_HOST", need(t, EnvGCS))
 	name := Name()
@@ -84,11 +90,14 @@ func GCS(t testing.TB) string {
 		empty(ctx, b)
 		b.Client().Bucket(name).Delete(ctx)
 	})
-	return "gs://" + name
+	return name
 }
 
 // Azure creates a container on Azurite and returns azblob://container.
-func Azure(t testing.TB) string {
+func Azure(t testing.TB) string { return "azblob://" + AzureContainer(t) }
+
+// AzureContainer creates a container on Azurite and returns its name.
+func AzureContainer(t testing.TB) string {
 	t.Helper()
 	cs := need(t, EnvAzure)
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
@@ -101,7 +110,7 @@ func Azure(t testing.TB) string {
 		t.Fatalf("create container: %v", err)
 	}
 	t.Cleanup(func() { b.Container().Delete(context.Background(), nil) })
-	return "azblob://" + name
+	return name
 }
 
 func empty(ctx context.Context, b objstore.Bucket) {

@@ -1,16 +1,13 @@
 package gcs_test
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/gcs"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
 	"github.com/highwater-dev/highwater/internal/objstore/retry"
@@ -27,32 +24,12 @@ func emulator(t *testing.T) {
 }
 
 func newBucket(t *testing.T) *gcs.Bucket {
-	emulator(t)
-	var buf [6]byte
-	rand.Read(buf[:])
-	name := "hw-test-" + hex.EncodeToString(buf[:])
 	// A smaller chunk than the default makes the 64 MiB stream a
 	// multi-chunk resumable upload.
-	b, err := gcs.New(t.Context(), name, gcs.Options{ChunkSize: 8 << 20})
+	b, err := gcs.New(t.Context(), cloudtest.GCSBucket(t), gcs.Options{ChunkSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Client().Bucket(name).Create(t.Context(), "highwater-test", nil); err != nil {
-		t.Fatalf("create bucket %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var keys []string
-		_ = b.List(ctx, "", func(a objstore.Attrs) error { keys = append(keys, a.Key); return nil })
-		for _, k := range keys {
-			_ = b.Delete(ctx, k)
-		}
-		if err := b.Client().Bucket(name).Delete(ctx); err != nil {
-			t.Logf("delete bucket %s: %v", name, err)
-		}
-		b.Close()
-	})
 	return b
 }
 

@@ -2,19 +2,17 @@ package s3_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
 	"github.com/highwater-dev/highwater/internal/objstore/retry"
 	"github.com/highwater-dev/highwater/internal/objstore/s3"
@@ -33,30 +31,10 @@ func endpoint(t *testing.T) string {
 
 // newBucket creates a fresh bucket on the test server and removes it after.
 func newBucket(t *testing.T) *s3.Bucket {
-	endpoint(t)
-	var buf [6]byte
-	rand.Read(buf[:])
-	name := "hw-test-" + hex.EncodeToString(buf[:])
-	b, err := s3.New(t.Context(), name, s3.Options{})
+	b, err := s3.New(t.Context(), cloudtest.S3Bucket(t), s3.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := b.Client()
-	if _, err := c.CreateBucket(t.Context(), &awss3.CreateBucketInput{Bucket: aws.String(name)}); err != nil {
-		t.Fatalf("create bucket %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		var keys []string
-		_ = b.List(ctx, "", func(a objstore.Attrs) error { keys = append(keys, a.Key); return nil })
-		for _, k := range keys {
-			_ = b.Delete(ctx, k)
-		}
-		if _, err := c.DeleteBucket(ctx, &awss3.DeleteBucketInput{Bucket: aws.String(name)}); err != nil {
-			t.Logf("delete bucket %s: %v", name, err)
-		}
-	})
 	return b
 }
 
