@@ -4,7 +4,7 @@
 # and stops the servers again.
 
 GO          ?= go
-CACHE       ?= $(HOME)/.cache/highwater
+CACHE       ?= $(or $(HIGHWATER_CACHE),$(HOME)/.cache/highwater)
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export HIGHWATER_CACHE := $(CACHE)
 
