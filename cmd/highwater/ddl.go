@@ -31,9 +31,6 @@ func cmdDDL(ctx context.Context, env *environment, args []string) error {
 	if *destURL == "" || *model == "" || *engine == "" {
 		return usageErr("--dest, --model and --engine are required")
 	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
 	if !slices.Contains(readers.Engines, *engine) {
 		return usageErr("unknown engine %q: use %s", *engine, strings.Join(readers.Engines, ", "))
 	}

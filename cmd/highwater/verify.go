@@ -33,9 +33,6 @@ func cmdVerify(ctx context.Context, env *environment, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return usageErr("unexpected argument %q", fs.Arg(0))
-	}
 	if *destURL == "" || *model == "" {
 		return usageErr("--dest and --model are required")
 	}
