@@ -235,7 +235,7 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 			}
 		}
 		if t.ModKind == pgsource.ModTimestamp {
-			from = r.widenForFallBack(tz, from, bound.Mod)
+			from = r.widenForFallBack(tz, from, time.UnixMicro(bound.Now))
 		}
 		f := pgsource.FormatMod(t.ModKind, from)
 		p.Interval = manifest.Interval{From: &f, To: bound.To}
@@ -251,24 +251,45 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	return nil
 }
 
-// widenForFallBack lowers from by the hour repeated when clocks fall back
-// between from and to, since rows stamped in the repeated hour carry
-// naive times below from.
-func (r *runner) widenForFallBack(tz string, from, to pgsource.Mod) pgsource.Mod {
+// widenForFallBack lowers a naive from when the zone's clocks fell back
+// between from and now: rows stamped in the repeated hour carry wall times
+// below from. A naive from is ambiguous inside the repeated hour itself, so
+// it is taken at its earliest reading, which widens the most.
+func (r *runner) widenForFallBack(tz string, from pgsource.Mod, now time.Time) pgsource.Mod {
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		r.warnf("time zone %q is unknown to highwater, so a daylight-saving fall-back is not widened for: %v", tz, err)
 		return from
 	}
-	offset := func(m pgsource.Mod) int {
-		w := time.UnixMicro(int64(m)).UTC()
-		_, off := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), w.Nanosecond(), loc).Zone()
-		return off
-	}
-	if d := offset(from) - offset(to); d > 0 {
+	if d := earliestOffset(from, loc) - offsetAt(now, loc); d > 0 {
 		return from - pgsource.Mod(int64(d)*1_000_000)
 	}
 	return from
+}
+
+// earliestOffset is the largest UTC offset under which the naive wall time
+// occurs in loc: the offset of its first occurrence.
+func earliestOffset(wall pgsource.Mod, loc *time.Location) int {
+	asUTC := time.UnixMicro(int64(wall)).UTC()
+	best, found := 0, false
+	// The offsets in force within a few hours either side include every
+	// reading of an ambiguous wall time.
+	for _, probe := range []time.Duration{-6 * time.Hour, 0, 6 * time.Hour} {
+		off := offsetAt(asUTC.Add(probe), loc)
+		instant := asUTC.Add(-time.Duration(off) * time.Second)
+		if offsetAt(instant, loc) == off && (!found || off > best) {
+			best, found = off, true
+		}
+	}
+	if !found {
+		return offsetAt(asUTC, loc) // a wall time skipped by a spring-forward
+	}
+	return best
+}
+
+func offsetAt(t time.Time, loc *time.Location) int {
+	_, off := t.In(loc).Zone()
+	return off
 }
 
 func deref(s *string) string {

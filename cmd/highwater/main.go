@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // naive timestamps are read in IANA zones, also where the system has no zoneinfo
 )
 
 const usage = `highwater copies PostgreSQL tables into data lakes as Parquet, incrementally.
