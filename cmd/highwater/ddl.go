@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/readers"
 )
@@ -20,32 +19,31 @@ import (
 func cmdDDL(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("ddl", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	destURL := fs.String("dest", "", "destination `URL`")
-	model := fs.String("model", "", "model `name`")
+	var lake lakeFlags
+	lake.register(fs, "model `name`")
 	engine := fs.String("engine", "", "engine: "+strings.Join(readers.Engines, ", "))
 	table := fs.String("table-name", "", "`name` of the table or view to create (default: the model's name)")
-	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *destURL == "" || *model == "" || *engine == "" {
+	if lake.dest == "" || lake.model == "" || *engine == "" {
 		return usageErr("--dest, --model and --engine are required")
 	}
 	if !slices.Contains(readers.Engines, *engine) {
 		return usageErr("unknown engine %q: use %s", *engine, strings.Join(readers.Engines, ", "))
 	}
 	if *table == "" {
-		*table = *model
+		*table = lake.model
 	}
-	d, err := destination.Open(ctx, *destURL, *tenant)
+	d, err := lake.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	log := manifest.NewLog(d, *model)
+	log := manifest.NewLog(d, lake.model)
 	files, fields, err := readers.Load(ctx, log, d.ObjectURL)
 	if err != nil {
-		return fmt.Errorf("load %s at %s: %w", *model, d, err)
+		return fmt.Errorf("load %s at %s: %w", lake.model, d, err)
 	}
 	out, err := readers.Generate(*engine, readers.Input{Table: *table, ModelURL: d.ObjectURL(log.Key()), Files: files, Fields: fields})
 	if err != nil {

@@ -8,16 +8,14 @@ import (
 
 	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/internal/config"
-	"github.com/highwater-dev/highwater/internal/destination"
 )
 
 func cmdDedupe(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("dedupe", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
+	var lake lakeFlags
+	lake.register(fs, "model `name`")
 	var (
-		destURL    = fs.String("dest", "", "destination `URL`")
-		model      = fs.String("model", "", "model `name`")
-		tenant     = fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
 		memLimit   = fs.String("memory-limit", "256MiB", "keep memory under this `size`; the rest spills to local disk")
 		targetSize = fs.String("target-file-size", "128MiB", "roll output files at this `size`")
 		keepTomb   = fs.Bool("keep-tombstones", false, "keep every winning tombstone, not only those within the lookback")
@@ -27,10 +25,10 @@ func cmdDedupe(ctx context.Context, env *environment, args []string) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *destURL == "" || *model == "" {
+	if lake.model == "" {
 		return usageErr("--dest and --model are required")
 	}
-	opts := dedupe.Options{Model: *model, KeepTombstones: *keepTomb, TempDir: *tempDir, Logger: env.logger, Failpoint: env.failpoint()}
+	opts := dedupe.Options{Model: lake.model, KeepTombstones: *keepTomb, TempDir: *tempDir, Logger: env.logger, Failpoint: env.failpoint()}
 	var err error
 	if opts.MemoryLimit, err = config.ParseSize(*memLimit); err != nil {
 		return usageErr("--memory-limit: %v", err)
@@ -44,7 +42,7 @@ func cmdDedupe(ctx context.Context, env *environment, args []string) error {
 	if err := opts.Validate(); err != nil {
 		return usageErr("%v", err)
 	}
-	d, err := destination.Open(ctx, *destURL, *tenant)
+	d, err := lake.open(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -55,7 +53,7 @@ func cmdDedupe(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	if res.Commit == nil {
-		fmt.Fprintf(env.stdout, "%s: nothing to do: %s\n", *model, res.Reason)
+		fmt.Fprintf(env.stdout, "%s: nothing to do: %s\n", lake.model, res.Reason)
 		return nil
 	}
 	how := fmt.Sprintf("%d of %d buckets", res.BucketsTouched, res.Layout.Buckets)
@@ -63,7 +61,7 @@ func cmdDedupe(ctx context.Context, env *environment, args []string) error {
 		how = fmt.Sprintf("full rewrite into %d buckets", res.Layout.Buckets)
 	}
 	fmt.Fprintf(env.stdout, "%s: committed seq %d (dedupe, %s): %d rows in %d files -> %d rows in %d files (%d bytes), %.1fs\n",
-		*model, res.Commit.Seq, how, res.InputRows, res.InputFiles, res.OutputRows, res.OutputFiles, res.OutputBytes, time.Since(start).Seconds())
+		lake.model, res.Commit.Seq, how, res.InputRows, res.InputFiles, res.OutputRows, res.OutputFiles, res.OutputBytes, time.Since(start).Seconds())
 	for _, w := range res.Warnings {
 		env.logger.Warn(w)
 	}

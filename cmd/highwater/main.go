@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	_ "time/tzdata" // naive timestamps are read in IANA zones, also where the system has no zoneinfo
+
+	"github.com/highwater-dev/highwater/internal/destination"
 )
 
 const usage = `highwater copies PostgreSQL tables into data lakes as Parquet, incrementally.
@@ -132,6 +134,29 @@ func (e *environment) failpoint() func(string) {
 			select {}
 		}
 	}
+}
+
+// lakeFlags name a model at a destination: the flags of every command that
+// reads or rewrites a lake.
+type lakeFlags struct {
+	dest, model, tenant string
+}
+
+func (l *lakeFlags) register(fs *flag.FlagSet, modelUsage string) {
+	fs.StringVar(&l.dest, "dest", "", "destination `URL`")
+	fs.StringVar(&l.model, "model", "", modelUsage)
+	fs.StringVar(&l.tenant, "tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+}
+
+// open opens the destination; a command that acts on one model needs it.
+func (l *lakeFlags) open(ctx context.Context, needModel bool) (*destination.Destination, error) {
+	switch {
+	case l.dest == "" && needModel, needModel && l.model == "":
+		return nil, usageErr("--dest and --model are required")
+	case l.dest == "":
+		return nil, usageErr("--dest is required")
+	}
+	return destination.Open(ctx, l.dest, l.tenant)
 }
 
 // parseFlags parses a subcommand's flags. A flag the flag package refuses

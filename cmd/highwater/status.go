@@ -10,7 +10,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 )
@@ -34,23 +33,19 @@ type statusLine struct {
 func cmdStatus(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	destURL := fs.String("dest", "", "destination `URL`")
-	model := fs.String("model", "", "model `name` (default: every model at the destination)")
-	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+	var lake lakeFlags
+	lake.register(fs, "model `name` (default: every model at the destination)")
 	asJSON := fs.Bool("json", false, "print JSON, one object per commit")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *destURL == "" {
-		return usageErr("--dest is required")
-	}
-	d, err := destination.Open(ctx, *destURL, *tenant)
+	d, err := lake.open(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	models := []string{*model}
-	if *model == "" {
+	models := []string{lake.model}
+	if lake.model == "" {
 		if models, err = listModels(ctx, d); err != nil {
 			return err
 		}
@@ -128,27 +123,23 @@ func listModels(ctx context.Context, d objstore.Bucket) ([]string, error) {
 func cmdFiles(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("files", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	destURL := fs.String("dest", "", "destination `URL`")
-	model := fs.String("model", "", "model `name`")
-	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+	var lake lakeFlags
+	lake.register(fs, "model `name`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *destURL == "" || *model == "" {
-		return usageErr("--dest and --model are required")
-	}
-	d, err := destination.Open(ctx, *destURL, *tenant)
+	d, err := lake.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	log := manifest.NewLog(d, *model)
+	log := manifest.NewLog(d, lake.model)
 	st, err := log.ReadState(ctx)
 	if err != nil {
-		return fmt.Errorf("read the state of %s: %w", *model, err)
+		return fmt.Errorf("read the state of %s: %w", lake.model, err)
 	}
 	if st.Seq == 0 {
-		return fmt.Errorf("model %q has no commits at %s", *model, d)
+		return fmt.Errorf("model %q has no commits at %s", lake.model, d)
 	}
 	for _, f := range st.Files {
 		fmt.Fprintln(env.stdout, d.ObjectURL(log.Key(f.Key)))

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 )
@@ -27,31 +26,27 @@ import (
 func cmdVerify(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	destURL := fs.String("dest", "", "destination `URL`")
-	model := fs.String("model", "", "model `name`")
-	tenant := fs.String("tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+	var lake lakeFlags
+	lake.register(fs, "model `name`")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *destURL == "" || *model == "" {
-		return usageErr("--dest and --model are required")
-	}
-	d, err := destination.Open(ctx, *destURL, *tenant)
+	d, err := lake.open(ctx, true)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	problems, checked, err := verifyModel(ctx, d, *model)
+	problems, checked, err := verifyModel(ctx, d, lake.model)
 	if err != nil {
 		return err
 	}
 	for _, p := range problems {
-		fmt.Fprintf(env.stdout, "%s: %s\n", *model, p)
+		fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), *model, d, problems[0])
+		return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
 	}
-	fmt.Fprintf(env.stdout, "%s: ok, %s\n", *model, checked)
+	fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
 	return nil
 }
 
