@@ -52,6 +52,7 @@ func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destinatio
 	}
 	r := &runner{opts: opts, src: src, dest: dest, log: manifest.NewLog(dest, opts.Model),
 		attempt: manifest.NewRunID(time.Now()), logger: opts.Logger.With("model", opts.Model)}
+	r.log.Failpoint = opts.Failpoint
 	return r.run(ctx)
 }
 

@@ -20,6 +20,7 @@ var failpoints = []struct {
 	{"after-upload", true},
 	{"after-checkpoint", true},
 	{"before-commit", false},
+	{"commit-response-lost", false},
 	{"after-commit", false},
 	{"before-symlink", false},
 }

@@ -32,7 +32,10 @@ type Log struct {
 	model  string
 	// CheckpointEvery commits, the whole state is written next to the log.
 	CheckpointEvery int64
-	probed          bool
+	// Failpoint, when set, is called at "commit-response-lost": the commit
+	// is in the store but its writer has not heard so (a test hook).
+	Failpoint func(name string)
+	probed    bool
 }
 
 // NewLog returns the log of model in bucket.
@@ -210,6 +213,9 @@ func (l *Log) Commit(ctx context.Context, st *State, c *Commit) error {
 	for attempt := 0; attempt < 3; attempt++ {
 		putErr = l.bucket.Put(ctx, key, bytes.NewReader(data), objstore.PutOptions{IfNotExist: true, ContentType: "application/json"})
 		if putErr == nil {
+			if l.Failpoint != nil {
+				l.Failpoint("commit-response-lost")
+			}
 			break
 		}
 		if errors.Is(putErr, objstore.ErrPermanent) || ctx.Err() != nil {
