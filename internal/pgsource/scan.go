@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/highwater-dev/highwater/manifest"
@@ -105,6 +104,20 @@ func (sc *Scanner) remember(row *Row) {
 	}
 	sc.last.Mod, sc.last.ModNull = row.Mod, row.ModNull
 	sc.haveLast = true
+}
+
+// sameAsLast reports whether row has the (modified_at, key) of the last
+// row remembered.
+func (sc *Scanner) sameAsLast(row *Row) bool {
+	if !sc.haveLast || row.ModNull != sc.last.ModNull || (!row.ModNull && row.Mod != sc.last.Mod) {
+		return false
+	}
+	for _, i := range sc.t.keyIdx {
+		if !bytes.Equal(row.Values[i], sc.last.Values[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // NewScanner prepares to read t with the mapping's select expressions,
@@ -268,8 +281,6 @@ func (sc *Scanner) Scan(ctx context.Context, rng Range, start *manifest.Cursor, 
 
 func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cursor, nullPhase bool, fn func(*Row) error) error {
 	row := &Row{scan: &sc.scan}
-	var prevKey []byte // (mod, key) binary of the previous row, to catch duplicates
-	var curKey []byte
 	for {
 		sql, args := sc.pageSQL(rng, after, nullPhase, sc.PageRows)
 		if !sc.explained && !nullPhase && sc.t.Query != "" {
@@ -293,20 +304,16 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 					return fmt.Errorf("read modified-at: %w", err)
 				}
 			}
-			curKey = curKey[:0]
-			curKey = appendKeyBytes(curKey, raw[0])
 			for _, i := range sc.t.keyIdx {
-				v := row.Values[i]
-				if v == nil {
+				if row.Values[i] == nil {
 					rows.Close()
-					c := row.keyDescription()
-					return fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, c)
+					return fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription())
 				}
-				curKey = appendKeyBytes(curKey, v)
 			}
 			if n == 1 && after != nil && !skipped {
 				// A page starts at its cursor inclusively: its first row is
 				// normally the previous page's last, which is skipped once.
+				// It is remembered, so that a duplicate of it is caught.
 				c, err := row.Cursor()
 				if err != nil {
 					rows.Close()
@@ -314,16 +321,17 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 				}
 				if cursorEqual(c, after) {
 					skipped = true
-					prevKey = append(prevKey[:0], curKey...)
+					sc.remember(row)
 					continue
 				}
 			}
-			if prevKey != nil && bytes.Equal(prevKey, curKey) {
+			// Rows come in (modified_at, key) order, so a duplicate follows
+			// its twin at once.
+			if sc.sameAsLast(row) {
 				rows.Close()
 				return fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
 					ErrDuplicateKey, row.keyDescription(), sc.t.describe())
 			}
-			prevKey = append(prevKey[:0], curKey...)
 			sc.remember(row)
 			if err := fn(row); err != nil {
 				rows.Close()
@@ -344,12 +352,6 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 			return err
 		}
 	}
-}
-
-func appendKeyBytes(dst, v []byte) []byte {
-	dst = strconv.AppendInt(dst, int64(len(v)), 10)
-	dst = append(dst, ':')
-	return append(dst, v...)
 }
 
 // keyDescription names a row by its cursor, for error messages.
