@@ -379,3 +379,26 @@ func TestSourceQueryWithoutPushdownWarns(t *testing.T) {
 		t.Fatalf("a pushed-down query was warned about: %q", res.Warnings)
 	}
 }
+
+func TestResumeAfterSchemaChangeStartsAfresh(t *testing.T) {
+	l := newLake(t, itemsTable,
+		`INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 ms', md5(g::text) || md5((g*7)::text), 1 FROM generate_series(1, 3000) g`)
+	opts := l.options()
+	opts.PageRows = 200
+	opts.TargetFileBytes = 16 << 10
+	opts.RowGroupBytes = 4 << 10
+	l.exportCrashing(opts, "after-checkpoint", 1)
+	l.exec(`ALTER TABLE items ADD COLUMN note text DEFAULT 'n'`)
+	res := l.mustExport(opts)
+	if res.Resumed {
+		t.Fatal("a run written under the old schema was resumed")
+	}
+	for _, f := range res.Commit.Added {
+		if f.SchemaID != res.Commit.Schema.ID {
+			t.Fatalf("file %s has schema %s, the commit %s", f.Key, f.SchemaID, res.Commit.Schema.ID)
+		}
+	}
+	if got := l.query("SELECT count(*), count(DISTINCT id), count(note) FROM lake")[0]; fmt.Sprint(got) != "[3000 3000 3000]" {
+		t.Fatalf("lake %v", got)
+	}
+}

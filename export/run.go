@@ -178,6 +178,12 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if len(chain) > 0 && chain[len(chain)-1].File.SchemaID != r.schema.ID {
+			// The source's columns changed since the dead attempt: one
+			// commit records one schema, so the run starts afresh.
+			r.logger.Info("not resuming a run written under another schema", "run", id)
+			return false, nil
+		}
 		r.plan, r.chain = p, chain
 		r.logger.Info("resuming run", "run", id, "files_done", len(chain), "to", p.Interval.To)
 		return true, nil
