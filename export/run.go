@@ -119,13 +119,13 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := r.commit(ctx, metrics, files)
+	c, st, err := r.commit(ctx, metrics, files)
 	if err != nil {
 		return nil, err
 	}
 	r.opts.Failpoint("after-commit")
 	r.opts.Failpoint("before-symlink")
-	if err := r.log.WriteSymlinkManifest(ctx, r.dest.ObjectURL); err != nil {
+	if err := r.log.WriteSymlinkManifestFrom(ctx, st, r.dest.ObjectURL); err != nil {
 		// The commit stands; the next commit rewrites the list.
 		r.warnf("rewrite the symlink manifest: %v", err)
 	}
@@ -554,25 +554,25 @@ func (r *runner) fileMetadata() map[string]string {
 
 // commit appends the run to the log. It rebases over commits that leave
 // the watermark alone, and gives up when another export moved it.
-func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (*manifest.Commit, error) {
+func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (*manifest.Commit, *manifest.State, error) {
 	p := r.plan
 	r.opts.Failpoint("before-commit")
 	for {
 		st, err := r.log.ReadState(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+			return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 		}
 		if err := r.checkIdentity(st); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, dead := st.Abandoned[p.RunID]; dead {
-			return nil, fmt.Errorf("run %s: %w by a vacuum; run the export again", p.RunID, ErrAbandoned)
+			return nil, nil, fmt.Errorf("run %s: %w by a vacuum; run the export again", p.RunID, ErrAbandoned)
 		}
 		if seq, done := st.Runs[p.RunID]; done {
-			return nil, fmt.Errorf("run %s was committed at seq %d by another attempt: %w", p.RunID, seq, ErrRaceLost)
+			return nil, nil, fmt.Errorf("run %s was committed at seq %d by another attempt: %w", p.RunID, seq, ErrRaceLost)
 		}
 		if manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			return nil, fmt.Errorf("%w: seq %d moved the watermark of %s after run %s was planned on seq %d; its plan is abandoned, run the export again",
+			return nil, nil, fmt.Errorf("%w: seq %d moved the watermark of %s after run %s was planned on seq %d; its plan is abandoned, run the export again",
 				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
 		}
 		c := &manifest.Commit{
@@ -597,10 +597,10 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("commit run %s: %w", p.RunID, err)
+			return nil, nil, fmt.Errorf("commit run %s: %w", p.RunID, err)
 		}
 		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
-		return c, nil
+		return c, st, nil
 	}
 }
 

@@ -18,10 +18,19 @@ const SymlinkManifestKey = "_symlink_format_manifest/manifest"
 // it has, it writes again: the last writer to finish always wrote from the
 // newest head, so a slow writer never leaves an older list behind.
 func (l *Log) WriteSymlinkManifest(ctx context.Context, objectURL func(key string) string) error {
+	return l.WriteSymlinkManifestFrom(ctx, nil, objectURL)
+}
+
+// WriteSymlinkManifestFrom is WriteSymlinkManifest starting from st, a
+// state the caller already holds (the one its commit was folded into), so
+// that the log is read again only if it moved.
+func (l *Log) WriteSymlinkManifestFrom(ctx context.Context, st *State, objectURL func(key string) string) error {
 	for range 20 {
-		st, err := l.ReadState(ctx)
-		if err != nil {
-			return err
+		if st == nil {
+			var err error
+			if st, err = l.ReadState(ctx); err != nil {
+				return err
+			}
 		}
 		var b strings.Builder
 		for _, f := range st.Files {
@@ -31,13 +40,14 @@ func (l *Log) WriteSymlinkManifest(ctx context.Context, objectURL func(key strin
 		if err := l.bucket.Put(ctx, l.Key(SymlinkManifestKey), strings.NewReader(b.String()), objstore.PutOptions{ContentType: "text/plain"}); err != nil {
 			return fmt.Errorf("write symlink manifest: %w", err)
 		}
-		_, err = l.ReadCommit(ctx, st.Seq+1)
+		_, err := l.ReadCommit(ctx, st.Seq+1)
 		if errors.Is(err, objstore.ErrNotExist) {
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("check the head after writing the symlink manifest: %w", err)
 		}
+		st = nil
 	}
 	return fmt.Errorf("write symlink manifest: the log kept moving")
 }
