@@ -52,16 +52,6 @@ func TestSecretsNotPrinted(t *testing.T) {
 	}
 }
 
-// s3Endpoint points the SDK at versitygw for this test.
-func s3Endpoint(t *testing.T) string {
-	ep := os.Getenv("HIGHWATER_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("HIGHWATER_TEST_S3_ENDPOINT is not set: run scripts/servers.sh start and source its env file")
-	}
-	t.Setenv("AWS_ENDPOINT_URL_S3", ep)
-	return ep
-}
-
 func createS3Bucket(t *testing.T) string { return cloudtest.S3Bucket(t) }
 
 // roundTrip writes through the destination and checks that the object lands
@@ -93,7 +83,7 @@ func roundTrip(t *testing.T, raw string, under objstore.Bucket, prefix string) {
 }
 
 func TestS3(t *testing.T) {
-	ep := s3Endpoint(t)
+	ep := cloudtest.S3Endpoint(t)
 	name := createS3Bucket(t)
 	under, err := s3.New(t.Context(), name, s3.Options{})
 	if err != nil {
@@ -112,7 +102,7 @@ func TestS3(t *testing.T) {
 }
 
 func TestS3MissingBucket(t *testing.T) {
-	s3Endpoint(t)
+	cloudtest.S3Endpoint(t)
 	_, err := destination.Open(t.Context(), "s3://hw-there-is-no-such-bucket/lake", "")
 	if !errors.Is(err, objstore.ErrPermanent) || !strings.Contains(err.Error(), `bucket "hw-there-is-no-such-bucket" does not exist`) {
 		t.Fatalf("want a permanent error naming the bucket, got %v", err)
@@ -120,7 +110,7 @@ func TestS3MissingBucket(t *testing.T) {
 }
 
 func TestS3WrongCredentials(t *testing.T) {
-	s3Endpoint(t)
+	cloudtest.S3Endpoint(t)
 	name := createS3Bucket(t)
 	const secret = "not-the-secret-9f8e7d"
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)

@@ -2,7 +2,6 @@ package azure_test
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,43 +9,22 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore/azure"
 	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
-	"github.com/highwater-dev/highwater/internal/objstore/retry"
 )
-
-// connString is the Azurite connection string that scripts/servers.sh
-// wrote, also set as the SDK ecosystem's variable for this test only.
-func connString(t *testing.T) string {
-	cs := os.Getenv("HIGHWATER_TEST_AZURE_CONNECTION_STRING")
-	if cs == "" {
-		t.Skip("HIGHWATER_TEST_AZURE_CONNECTION_STRING is not set: run scripts/servers.sh start and source its env file")
-	}
-	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
-	return cs
-}
 
 func newBucket(t *testing.T) *azure.Bucket {
 	name := cloudtest.AzureContainer(t)
 	// Smaller blocks than the default make the 64 MiB stream many blocks.
-	b, err := azure.New(t.Context(), name, azure.Options{ConnectionString: connString(t), BlockSize: 8 << 20})
+	b, err := azure.New(t.Context(), name, azure.Options{ConnectionString: cloudtest.AzureConnectionString(t), BlockSize: 8 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func TestConformance(t *testing.T) {
-	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return newBucket(t) })
-}
-
-func TestConformanceRetry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return retry.New(newBucket(t), retry.Policy{}) })
-}
+func TestConformance(t *testing.T) { objstoretest.RunCloud(t, newBucket) }
 
 func TestErrors(t *testing.T) {
-	cs := connString(t)
+	cs := cloudtest.AzureConnectionString(t)
 	ctx := t.Context()
 	b, err := azure.New(ctx, "hw-no-such-container", azure.Options{ConnectionString: cs})
 	if err != nil {

@@ -45,13 +45,37 @@ func need(t testing.TB, env string) string {
 	return v
 }
 
+// S3Endpoint points the AWS SDK at the test S3 server for this test and
+// returns the server's URL.
+func S3Endpoint(t testing.TB) string {
+	t.Helper()
+	ep := need(t, EnvS3)
+	t.Setenv("AWS_ENDPOINT_URL_S3", ep)
+	return ep
+}
+
+// GCSEmulator points the GCS SDK at the test server for this test.
+func GCSEmulator(t testing.TB) {
+	t.Helper()
+	t.Setenv("STORAGE_EMULATOR_HOST", need(t, EnvGCS))
+}
+
+// AzureConnectionString points the Azure SDK at Azurite for this test and
+// returns the connection string.
+func AzureConnectionString(t testing.TB) string {
+	t.Helper()
+	cs := need(t, EnvAzure)
+	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
+	return cs
+}
+
 // S3 creates a bucket on the test S3 server and returns s3://bucket.
 func S3(t testing.TB) string { return "s3://" + S3Bucket(t) }
 
 // S3Bucket creates a bucket on the test S3 server and returns its name.
 func S3Bucket(t testing.TB) string {
 	t.Helper()
-	t.Setenv("AWS_ENDPOINT_URL_S3", need(t, EnvS3))
+	S3Endpoint(t)
 	name := Name()
 	b, err := s3.New(t.Context(), name, s3.Options{})
 	if err != nil {
@@ -75,7 +99,7 @@ func GCS(t testing.TB) string { return "gs://" + GCSBucket(t) }
 // GCSBucket creates a bucket on the test GCS server and returns its name.
 func GCSBucket(t testing.TB) string {
 	t.Helper()
-	t.Setenv("STORAGE_EMULATOR_HOST", need(t, EnvGCS))
+	GCSEmulator(t)
 	name := Name()
 	b, err := gcs.New(t.Context(), name, gcs.Options{})
 	if err != nil {
@@ -99,8 +123,7 @@ func Azure(t testing.TB) string { return "azblob://" + AzureContainer(t) }
 // AzureContainer creates a container on Azurite and returns its name.
 func AzureContainer(t testing.TB) string {
 	t.Helper()
-	cs := need(t, EnvAzure)
-	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", cs)
+	cs := AzureConnectionString(t)
 	name := Name()
 	b, err := azure.New(t.Context(), name, azure.Options{ConnectionString: cs})
 	if err != nil {

@@ -2,7 +2,6 @@ package gcs_test
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -10,18 +9,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/gcs"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
-	"github.com/highwater-dev/highwater/internal/objstore/retry"
 )
-
-// emulator points the SDK at the fake-gcs-server that scripts/servers.sh
-// started, for this test only.
-func emulator(t *testing.T) {
-	host := os.Getenv("HIGHWATER_TEST_GCS_ENDPOINT")
-	if host == "" {
-		t.Skip("HIGHWATER_TEST_GCS_ENDPOINT is not set: run scripts/servers.sh start and source its env file")
-	}
-	t.Setenv("STORAGE_EMULATOR_HOST", host)
-}
 
 func newBucket(t *testing.T) *gcs.Bucket {
 	// A smaller chunk than the default makes the 64 MiB stream a
@@ -33,19 +21,10 @@ func newBucket(t *testing.T) *gcs.Bucket {
 	return b
 }
 
-func TestConformance(t *testing.T) {
-	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return newBucket(t) })
-}
-
-func TestConformanceRetry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return retry.New(newBucket(t), retry.Policy{}) })
-}
+func TestConformance(t *testing.T) { objstoretest.RunCloud(t, newBucket) }
 
 func TestMissingBucket(t *testing.T) {
-	emulator(t)
+	cloudtest.GCSEmulator(t)
 	b, err := gcs.New(t.Context(), "hw-no-such-bucket", gcs.Options{})
 	if err != nil {
 		t.Fatal(err)

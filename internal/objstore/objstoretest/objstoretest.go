@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/objstore/retry"
 )
 
 // StreamSize is the size of the streaming upload test: large enough to take
@@ -463,4 +464,16 @@ func testInvalidKey(t *testing.T, b objstore.Bucket) {
 			t.Errorf("put %q: want ErrPermanent, got %v", key, err)
 		}
 	}
+}
+
+// RunCloud runs the suite against a cloud backend twice: bare, and behind
+// the retry decorator as destinations use it, since the decorator must not
+// change any answer the suite checks.
+func RunCloud[B objstore.Bucket](t *testing.T, newBucket func(t *testing.T) B) {
+	t.Run("bare", func(t *testing.T) {
+		Run(t, func(t *testing.T) objstore.Bucket { return newBucket(t) })
+	})
+	t.Run("retry", func(t *testing.T) {
+		Run(t, func(t *testing.T) objstore.Bucket { return retry.New(newBucket(t), retry.Policy{}) })
+	})
 }

@@ -3,7 +3,6 @@ package s3_test
 import (
 	"context"
 	"errors"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,20 +13,8 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/objstoretest"
-	"github.com/highwater-dev/highwater/internal/objstore/retry"
 	"github.com/highwater-dev/highwater/internal/objstore/s3"
 )
-
-// endpoint returns the versitygw endpoint that scripts/servers.sh started,
-// and points the SDK's own variable at it for this test only.
-func endpoint(t *testing.T) string {
-	ep := os.Getenv("HIGHWATER_TEST_S3_ENDPOINT")
-	if ep == "" {
-		t.Skip("HIGHWATER_TEST_S3_ENDPOINT is not set: run scripts/servers.sh start and source its env file")
-	}
-	t.Setenv("AWS_ENDPOINT_URL_S3", ep)
-	return ep
-}
 
 // newBucket creates a fresh bucket on the test server and removes it after.
 func newBucket(t *testing.T) *s3.Bucket {
@@ -38,17 +25,7 @@ func newBucket(t *testing.T) *s3.Bucket {
 	return b
 }
 
-func TestConformance(t *testing.T) {
-	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return newBucket(t) })
-}
-
-// Through the retry decorator, as the destinations use it.
-func TestConformanceRetry(t *testing.T) {
-	if testing.Short() {
-		t.Skip("short")
-	}
-	objstoretest.Run(t, func(t *testing.T) objstore.Bucket { return retry.New(newBucket(t), retry.Policy{}) })
-}
+func TestConformance(t *testing.T) { objstoretest.RunCloud(t, newBucket) }
 
 // A cancelled multipart upload must not leave parts behind.
 func TestCancelAbortsMultipart(t *testing.T) {
@@ -88,7 +65,7 @@ func (r *slowReader) Read(p []byte) (int, error) {
 }
 
 func TestErrors(t *testing.T) {
-	ep := endpoint(t)
+	ep := cloudtest.S3Endpoint(t)
 	ctx := t.Context()
 	b, err := s3.New(ctx, "hw-no-such-bucket", s3.Options{})
 	if err != nil {
