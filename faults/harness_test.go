@@ -292,13 +292,7 @@ func compare(t *testing.T, s store, model, db string) {
 // several files.
 func itemsSetup(t *testing.T, n int) string {
 	t.Helper()
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db,
-		`CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, payload text NOT NULL)`,
-		`CREATE INDEX ON items (updated_at, id)`,
-		fmt.Sprintf(`INSERT INTO items SELECT g, now() - interval '1 hour' + g * interval '1 ms',
-			md5(g::text) || md5((g+1)::text) || md5((g+2)::text) FROM generate_series(1, %d) g`, n))
-	return db
+	return itemsSetupOn(t, pg, n)
 }
 
 // exportArgs are the flags of an export of items to s.

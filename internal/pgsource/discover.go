@@ -11,6 +11,7 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // ErrBadModel: the model does not fit the source (unknown table or column,
@@ -144,11 +145,11 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 	}
 	mod := t.Columns[t.modIdx]
 	switch mod.TypeOID {
-	case oidTimestamptz:
+	case pgtype.TimestamptzOID:
 		t.ModKind = ModTimestamptz
-	case oidTimestamp:
+	case pgtype.TimestampOID:
 		t.ModKind = ModTimestamp
-	case oidDate:
+	case pgtype.DateOID:
 		t.ModKind = ModDate
 	default:
 		return nil, fmt.Errorf("modified-at column %q has type %s, which cannot order changes: use a timestamptz, timestamp or date column: %w", mod.Name, mod.TypeName, ErrBadModel)

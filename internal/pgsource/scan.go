@@ -10,6 +10,7 @@ import (
 
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 var pgxBinary = pgx.QueryResultFormats{pgx.BinaryFormatCode}
@@ -138,8 +139,8 @@ func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
 
 func isFastKey(oid uint32) bool {
 	switch oid {
-	case oidInt2, oidInt4, oidInt8, oidText, oidVarchar, oidBpchar, oidName, oidBool, oidUUID,
-		oidDate, oidTimestamp, oidTimestamptz, oidNumeric:
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID, pgtype.BoolOID, pgtype.UUIDOID,
+		pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID, pgtype.NumericOID:
 		return true
 	}
 	return false

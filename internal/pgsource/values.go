@@ -11,24 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Type OIDs of the types whose binary form this package reads itself.
-const (
-	oidBool        = 16
-	oidBytea       = 17
-	oidName        = 19
-	oidInt8        = 20
-	oidInt2        = 21
-	oidInt4        = 23
-	oidText        = 25
-	oidBpchar      = 1042
-	oidVarchar     = 1043
-	oidDate        = 1082
-	oidTimestamp   = 1114
-	oidTimestamptz = 1184
-	oidNumeric     = 1700
-	oidUUID        = 2950
-)
-
 // PostgreSQL counts time from 2000-01-01; these convert to the Unix epoch.
 const (
 	pgEpochMicros = 946684800 * 1_000_000
@@ -159,32 +141,32 @@ func (m Mod) Sub(kind ModKind, d time.Duration) Mod {
 // selected a second time as ::text.
 func keyText(oid uint32, raw []byte) (text string, ok bool, err error) {
 	switch oid {
-	case oidInt2:
+	case pgtype.Int2OID:
 		return strconv.FormatInt(int64(int16(binary.BigEndian.Uint16(raw))), 10), true, nil
-	case oidInt4:
+	case pgtype.Int4OID:
 		return strconv.FormatInt(int64(int32(binary.BigEndian.Uint32(raw))), 10), true, nil
-	case oidInt8:
+	case pgtype.Int8OID:
 		return strconv.FormatInt(int64(binary.BigEndian.Uint64(raw)), 10), true, nil
-	case oidText, oidVarchar, oidBpchar, oidName:
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
 		return string(raw), true, nil
-	case oidBool:
+	case pgtype.BoolOID:
 		return strconv.FormatBool(raw[0] != 0), true, nil
-	case oidUUID:
+	case pgtype.UUIDOID:
 		if len(raw) != 16 {
 			return "", false, fmt.Errorf("uuid of %d bytes", len(raw))
 		}
 		b := raw
 		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), true, nil
-	case oidDate, oidTimestamp, oidTimestamptz:
-		kind := map[uint32]ModKind{oidDate: ModDate, oidTimestamp: ModTimestamp, oidTimestamptz: ModTimestamptz}[oid]
+	case pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID:
+		kind := map[uint32]ModKind{pgtype.DateOID: ModDate, pgtype.TimestampOID: ModTimestamp, pgtype.TimestamptzOID: ModTimestamptz}[oid]
 		m, err := modFromBinary(kind, raw)
 		if err != nil {
 			return "", false, err
 		}
 		return FormatMod(kind, m), true, nil
-	case oidNumeric:
+	case pgtype.NumericOID:
 		var n pgtype.Numeric
-		if err := pgtype.NewMap().Scan(oidNumeric, pgtype.BinaryFormatCode, raw, &n); err != nil {
+		if err := pgtype.NewMap().Scan(pgtype.NumericOID, pgtype.BinaryFormatCode, raw, &n); err != nil {
 			return "", false, err
 		}
 		v, err := n.Value()
