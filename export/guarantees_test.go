@@ -3,6 +3,8 @@ package export_test
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -400,5 +402,31 @@ func TestResumeAfterSchemaChangeStartsAfresh(t *testing.T) {
 	}
 	if got := l.query("SELECT count(*), count(DISTINCT id), count(note) FROM lake")[0]; fmt.Sprint(got) != "[3000 3000 3000]" {
 		t.Fatalf("lake %v", got)
+	}
+}
+
+func TestFailedReadCheckpointsNothingPartial(t *testing.T) {
+	l := newLake(t, itemsTable,
+		`INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 ms', 'x', 1 FROM generate_series(1, 3000) g`)
+	opts := l.options()
+	opts.PageRows = 500
+	// The last row appears twice: the run must fail there.
+	opts.Source = pgsource.Spec{Query: `SELECT * FROM items UNION ALL SELECT * FROM items WHERE id = 3000`,
+		PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}
+	if _, err := l.export(opts); !errors.Is(err, pgsource.ErrDuplicateKey) {
+		t.Fatalf("want ErrDuplicateKey, got %v", err)
+	}
+	var ckpts []string
+	filepath.WalkDir(l.dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && strings.HasPrefix(d.Name(), "ckpt-") {
+			ckpts = append(ckpts, p)
+		}
+		return nil
+	})
+	if len(ckpts) != 0 {
+		t.Fatalf("the failed read left checkpointed files: %v", ckpts)
+	}
+	if st := l.state(); st.Seq != 0 {
+		t.Fatalf("committed seq %d", st.Seq)
 	}
 }

@@ -1,6 +1,7 @@
 package export
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -447,11 +448,8 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		readErr <- err
 	}()
 
-	files, metrics, werr := r.writeFiles(ctx, batches, free, files, metrics)
-	if werr != nil {
-		return metrics, nil, werr
-	}
-	if err := <-readErr; err != nil {
+	files, metrics, err := r.writeFiles(ctx, batches, free, readErr, files, metrics)
+	if err != nil {
 		return metrics, nil, err
 	}
 	metrics.Pages += sc.Pages
@@ -476,7 +474,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 
 // writeFiles writes the batches into files rolled at the target size,
 // each followed by its checkpoint.
-func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free chan<- *batch, files []manifest.File, metrics manifest.Metrics) ([]manifest.File, manifest.Metrics, error) {
+func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free chan<- *batch, readErr <-chan error, files []manifest.File, metrics manifest.Metrics) ([]manifest.File, manifest.Metrics, error) {
 	var part *partWriter
 	var partMetrics manifest.Metrics
 	closePart := func() error {
@@ -524,11 +522,13 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 			}
 		}
 	}
-	if ctx.Err() != nil {
+	// The reader has closed batches: its error, if any, is there. A failed
+	// read leaves the open file unfinished rather than checkpointed.
+	if err := <-readErr; err != nil || ctx.Err() != nil {
 		if part != nil {
 			part.abort()
 		}
-		return files, metrics, ctx.Err()
+		return files, metrics, cmp.Or(err, ctx.Err())
 	}
 	if part != nil {
 		if err := closePart(); err != nil {
