@@ -62,12 +62,20 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 		return err
 	}
 	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("put %s: %w", key, classify(err))
-	}
-	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
-	if err != nil {
-		return fmt.Errorf("put %s: %w", key, classify(err))
+	var tmp *os.File
+	// A Delete elsewhere removes directories it leaves empty, so the one
+	// just made may be gone before the temporary file lands in it: make it
+	// again once. Once the file is in it, the directory is not empty.
+	for attempt := 0; ; attempt++ {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("put %s: %w", key, classify(err))
+		}
+		if tmp, err = os.CreateTemp(dir, tempPrefix+"*"); err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || attempt > 0 {
+			return fmt.Errorf("put %s: %w", key, classify(err))
+		}
 	}
 	defer func() {
 		// The temporary name goes in every case: after link it is a second
