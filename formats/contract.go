@@ -105,5 +105,5 @@ type FileWriter interface {
 
 // NewFileWriter starts a Parquet file on w with the mapping's schema.
 func NewFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, error) {
-	return newFileWriter(w, m, opts)
+	return newFileWriter(w, m.Schema(), opts)
 }
