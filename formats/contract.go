@@ -105,5 +105,11 @@ type FileWriter interface {
 
 // NewFileWriter starts a Parquet file on w with the mapping's schema.
 func NewFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, error) {
-	return newFileWriter(w, m, opts)
+	return newFileWriter(w, m.Schema(), opts)
+}
+
+// NewSchemaWriter starts a Parquet file on w with a schema read from
+// earlier files, as compaction rewrites them.
+func NewSchemaWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (FileWriter, error) {
+	return newFileWriter(w, schema, opts)
 }
