@@ -27,6 +27,7 @@ type outputs struct {
 	schemaID  string
 	codec     compress.Codec
 	kv        map[string]string
+	build     formats.Build
 	runID     string
 	attempt   string
 	seq       *atomic.Int64 // numbers the files of all workers
@@ -144,7 +145,7 @@ func (o *outputs) open(bucket int) error {
 	opts := []parquet.WriterOption{
 		o.schema,
 		parquet.Compression(o.codec),
-		parquet.CreatedBy("highwater", "dev", ""),
+		o.build.CreatedBy(),
 		parquet.KeyValueMetadata(formats.SparkVersionKey, formats.SparkVersionValue),
 		parquet.KeyValueMetadata("highwater.bucket", fmt.Sprint(bucket)),
 	}

@@ -34,7 +34,7 @@ func newFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, erro
 	options := []parquet.WriterOption{
 		m.Schema(),
 		parquet.Compression(codec),
-		parquet.CreatedBy("highwater", "dev", ""),
+		opts.Build.CreatedBy(),
 		parquet.KeyValueMetadata(SparkVersionKey, SparkVersionValue),
 	}
 	for k, v := range opts.KeyValue {

@@ -3,12 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"path"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
@@ -30,74 +31,83 @@ type statusLine struct {
 	Warnings  []string          `json:"warnings,omitempty"`
 }
 
-func cmdStatus(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdStatus(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the watermark history of models, a commit a line",
+		Long: `Status prints every commit of a model's log (of every model at the destination without --model): its
+sequence number, kind, the interval it read, the watermark, files and rows. --json prints one JSON
+object per commit per line (docs/cli.md describes its fields).`,
+		Example: `  highwater status --dest file:///data/lake
+  highwater status --dest file:///data/lake --model orders --json | jq .watermark`,
+	}
+	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name` (default: every model at the destination)")
 	asJSON := fs.Bool("json", false, "print JSON, one object per commit")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	d, err := lake.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	models := []string{lake.model}
-	if lake.model == "" {
-		if models, err = listModels(ctx, d); err != nil {
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		d, err := lake.open(ctx, false)
+		if err != nil {
 			return err
 		}
-		if len(models) == 0 {
-			return fmt.Errorf("no models at %s", d)
-		}
-	}
-	var lines []statusLine
-	for _, m := range models {
-		log := manifest.NewLog(d, m)
-		n := 0
-		err := log.History(ctx, func(c *manifest.Commit) error {
-			n++
-			l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-				RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
-			if c.Interval != nil {
-				l.From, l.To = c.Interval.From, &c.Interval.To
-			}
-			lines = append(lines, l)
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("read the log of %s: %w", m, err)
-		}
-		if n == 0 {
-			return fmt.Errorf("model %q has no commits at %s", m, d)
-		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		for _, l := range lines {
-			if err := enc.Encode(l); err != nil {
+		defer d.Close()
+		models := []string{lake.model}
+		if lake.model == "" {
+			if models, err = listModels(ctx, d); err != nil {
 				return err
 			}
+			if len(models) == 0 {
+				return fmt.Errorf("no models at %s", d)
+			}
 		}
-		return nil
+		var lines []statusLine
+		for _, m := range models {
+			log := manifest.NewLog(d, m)
+			n := 0
+			err := log.History(ctx, func(c *manifest.Commit) error {
+				n++
+				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
+					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
+				if c.Interval != nil {
+					l.From, l.To = c.Interval.From, &c.Interval.To
+				}
+				lines = append(lines, l)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("read the log of %s: %w", m, err)
+			}
+			if n == 0 {
+				return fmt.Errorf("model %q has no commits at %s", m, d)
+			}
+		}
+		if *asJSON {
+			enc := json.NewEncoder(env.stdout)
+			for _, l := range lines {
+				if err := enc.Encode(l); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tFROM\tTO\tWATERMARK\tFILES\tROWS\tWARNINGS")
+		for _, l := range lines {
+			rows := int64(0)
+			if l.Metrics != nil {
+				rows = l.Metrics.RowsTransferred
+			}
+			files := fmt.Sprintf("+%d", l.Added)
+			if l.Removed > 0 {
+				files += fmt.Sprintf(" -%d", l.Removed)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", l.Model, l.Seq, l.Committed, l.Kind,
+				deref(l.From), deref(l.To), deref(l.Watermark), files, rows, len(l.Warnings))
+		}
+		return tw.Flush()
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tFROM\tTO\tWATERMARK\tFILES\tROWS\tWARNINGS")
-	for _, l := range lines {
-		rows := int64(0)
-		if l.Metrics != nil {
-			rows = l.Metrics.RowsTransferred
-		}
-		files := fmt.Sprintf("+%d", l.Added)
-		if l.Removed > 0 {
-			files += fmt.Sprintf(" -%d", l.Removed)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", l.Model, l.Seq, l.Committed, l.Kind,
-			deref(l.From), deref(l.To), deref(l.Watermark), files, rows, len(l.Warnings))
-	}
-	return tw.Flush()
+	return cmd
 }
 
 // listModels finds the models at a destination by their logs.
@@ -120,29 +130,36 @@ func listModels(ctx context.Context, d objstore.Bucket) ([]string, error) {
 	return models, nil
 }
 
-func cmdFiles(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("files", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdFiles(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "files",
+		Short: "Print the URLs of the committed set, one a line",
+		Long: `Files prints the URL of every file in a model's committed set, one a line. Readers must read only
+these files: the files of attempts that died are never committed.`,
+		Example: `  highwater files --dest file:///data/lake --model orders`,
+	}
+	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		d, err := lake.open(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		log := manifest.NewLog(d, lake.model)
+		st, err := log.ReadState(ctx)
+		if err != nil {
+			return fmt.Errorf("read the state of %s: %w", lake.model, err)
+		}
+		if st.Seq == 0 {
+			return fmt.Errorf("model %q has no commits at %s", lake.model, d)
+		}
+		for _, f := range st.Files {
+			fmt.Fprintln(env.stdout, d.ObjectURL(log.Key(f.Key)))
+		}
+		return nil
 	}
-	d, err := lake.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	log := manifest.NewLog(d, lake.model)
-	st, err := log.ReadState(ctx)
-	if err != nil {
-		return fmt.Errorf("read the state of %s: %w", lake.model, err)
-	}
-	if st.Seq == 0 {
-		return fmt.Errorf("model %q has no commits at %s", lake.model, d)
-	}
-	for _, f := range st.Files {
-		fmt.Fprintln(env.stdout, d.ObjectURL(log.Key(f.Key)))
-	}
-	return nil
+	return cmd
 }
