@@ -281,7 +281,7 @@ func tenantOf(o export.Options) string {
 
 func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error) {
 	t := cfg.Defaults.Merge(m.Tuning)
-	o := export.Options{Model: m.Name, Lookback: export.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone}
+	o := export.Options{Model: m.Name, Lookback: export.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone, Compression: t.Compression}
 	if d, _ := t.LookbackDuration(); d >= 0 {
 		o.Lookback = d
 	}
