@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
@@ -44,9 +46,14 @@ object per commit per line (docs/cli.md describes its fields).`,
 	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name` (default: every model at the destination)")
-	asJSON := fs.Bool("json", false, "print JSON, one object per commit")
+	asJSON := fs.Bool("json", false, "print JSON, one object per commit per line (docs/cli.md)")
+	wide := fs.Bool("wide", false, "print every column: the interval, the run ID, removed files")
+	limit := fs.Int("limit", 0, "print only the last `N` commits of each model (0: all)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
+		if err := lake.check(false); err != nil {
+			return err
+		}
 		d, err := lake.open(ctx, false)
 		if err != nil {
 			return err
@@ -82,6 +89,12 @@ object per commit per line (docs/cli.md describes its fields).`,
 				return fmt.Errorf("model %q has no commits at %s", m, d)
 			}
 		}
+		if *limit < 0 {
+			return usageErr("--limit %d is negative", *limit)
+		}
+		if *limit > 0 {
+			lines = lastCommits(lines, *limit)
+		}
 		if *asJSON {
 			enc := json.NewEncoder(env.stdout)
 			for _, l := range lines {
@@ -91,21 +104,7 @@ object per commit per line (docs/cli.md describes its fields).`,
 			}
 			return nil
 		}
-		tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tFROM\tTO\tWATERMARK\tFILES\tROWS\tWARNINGS")
-		for _, l := range lines {
-			rows := int64(0)
-			if l.Metrics != nil {
-				rows = l.Metrics.RowsTransferred
-			}
-			files := fmt.Sprintf("+%d", l.Added)
-			if l.Removed > 0 {
-				files += fmt.Sprintf(" -%d", l.Removed)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", l.Model, l.Seq, l.Committed, l.Kind,
-				deref(l.From), deref(l.To), deref(l.Watermark), files, rows, len(l.Warnings))
-		}
-		return tw.Flush()
+		return printStatus(env.stdout, lines, *wide)
 	}
 	return cmd
 }
@@ -162,4 +161,66 @@ these files: the files of attempts that died are never committed.`,
 		return nil
 	}
 	return cmd
+}
+
+// lastCommits keeps the last n lines of each model; lines are grouped by
+// model in commit order.
+func lastCommits(lines []statusLine, n int) []statusLine {
+	var out []statusLine
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && lines[j].Model == lines[i].Model {
+			j++
+		}
+		out = append(out, lines[max(i, j-n):j]...)
+		i = j
+	}
+	return out
+}
+
+// printStatus prints the history as a table that fits 120 columns: the
+// model is named once per group, counts and sizes are short, and the
+// interval, whose bounds repeat the previous watermark, is left to --wide.
+func printStatus(w io.Writer, lines []statusLine, wide bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
+	} else {
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
+	}
+	for i, l := range lines {
+		var rows, size int64
+		if l.Metrics != nil {
+			rows, size = l.Metrics.RowsTransferred, l.Metrics.Bytes
+		}
+		files := fmt.Sprintf("+%d", l.Added)
+		if l.Removed > 0 {
+			files += fmt.Sprintf(" -%d", l.Removed)
+		}
+		model := l.Model
+		if i > 0 && lines[i-1].Model == l.Model && !wide {
+			model = ""
+		}
+		if wide {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
+				deref(l.From), deref(l.To), deref(l.Watermark), files, rows, size, len(l.Warnings))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
+			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
+	}
+	return tw.Flush()
+}
+
+// shortStamp drops the sub-second digits of a watermark: the table shows
+// where it stands, --json and --wide its exact value.
+func shortStamp(s string) string {
+	if i := strings.IndexByte(s, '.'); i > 0 && len(s) > 19 {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return s[:i] + s[j:]
+	}
+	return s
 }
