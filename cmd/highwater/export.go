@@ -39,10 +39,7 @@ does not undo the commits of the others (the last line names the models that com
 
   # every model of a config file, or some of them
   highwater export --config highwater.yaml
-  highwater export --config highwater.yaml --model orders,order_lines
-
-  # what the next run would read, without writing anything
-  highwater export --config highwater.yaml --dry-run`,
+  highwater export --config highwater.yaml --model orders,order_lines`,
 	}
 	fs := cmd.Flags()
 	var (
