@@ -27,6 +27,7 @@ type outputs struct {
 	schemaID  string
 	codec     compress.Codec
 	kv        map[string]string
+	build     formats.Build
 	runID     string
 	attempt   string
 	seq       *atomic.Int64 // numbers the files of all workers
@@ -146,7 +147,7 @@ func (o *outputs) open(bucket int) error {
 	for k, v := range o.kv {
 		kv[k] = v
 	}
-	w, err := formats.NewSchemaWriter(p, o.schema, formats.WriterOptions{Codec: o.codec, KeyValue: kv})
+	w, err := formats.NewSchemaWriter(p, o.schema, formats.WriterOptions{Codec: o.codec, KeyValue: kv, Build: o.build})
 	if err != nil {
 		p.abort()
 		return fmt.Errorf("start %s: %w", key, err)

@@ -55,6 +55,8 @@ type Options struct {
 	PageRows        int
 	Compression     string
 	Formats         formats.Options
+	// Build is named in the created_by of every file.
+	Build formats.Build
 
 	Logger *slog.Logger
 	// Failpoint, when set, is called at named points of the run; a test

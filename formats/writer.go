@@ -46,7 +46,7 @@ func newFileWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (Fil
 	options := []parquet.WriterOption{
 		schema,
 		parquet.Compression(codec),
-		parquet.CreatedBy("highwater", "dev", ""),
+		opts.Build.CreatedBy(),
 		parquet.KeyValueMetadata(SparkVersionKey, SparkVersionValue),
 		parquet.ColumnIndexSizeLimit(func([]string) int { return statsPrefix }),
 	}

@@ -88,8 +88,8 @@ func TestBadInputCatalogue(t *testing.T) {
 		{name: "tenant without tenant column", args: base("--table", "items", "--model", "t1", "--tenant", "acme"), want: "a tenant value is set but no tenant column"},
 		{name: "tenant column without tenant", args: base("--table", "items", "--model", "t2", "--tenant-column", "name"), want: "a tenant column is set but no tenant value"},
 		// Flags and commands.
-		{name: "lookback not a duration", args: base("--table", "items", "--lookback", "5 parsecs"), want: `invalid value "5 parsecs" for flag -lookback`, code: 2},
-		{name: "unknown flag", args: base("--table", "items", "--frobnicate"), want: "flag provided but not defined: -frobnicate", code: 2},
+		{name: "lookback not a duration", args: base("--table", "items", "--lookback", "5 parsecs"), want: `invalid argument "5 parsecs" for "--lookback" flag`, code: 2},
+		{name: "unknown flag", args: base("--table", "items", "--frobnicate"), want: "unknown flag: --frobnicate", code: 2},
 		{name: "unknown command", args: []string{"frobnicate", "--dest", dest}, want: `unknown command "frobnicate"`},
 		{name: "window end before start", args: base("--table", "items", "--model", "w1", "--window-start", "2026-02-01", "--window-end", "2026-01-01"), want: "window"},
 		{name: "window not a timestamp", args: base("--table", "items", "--model", "w2", "--window-start", "yesterday-ish", "--window-end", "2026-01-01"), want: "yesterday-ish"},

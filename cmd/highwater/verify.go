@@ -6,13 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
@@ -23,31 +24,39 @@ import (
 // sha256 its commit recorded, and that what the log's readers follow
 // (state checkpoints, the checkpoint chains of resumable runs) exists.
 // Each problem is printed on a line of its own; any makes it fail.
-func cmdVerify(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdVerify(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "verify",
+		Short: "Check every committed file against its commit",
+		Long: `Verify checks a model's committed state against the store: that the log has no gap, that every
+committed file is there with the size and sha256 its commit recorded, and that the checkpoint chains
+of unfinished runs are whole. Each problem is printed on a line of its own; any makes it exit 1.`,
+		Example: `  highwater verify --dest file:///data/lake --model orders`,
+	}
+	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		d, err := lake.open(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		problems, checked, err := verifyModel(ctx, d, lake.model)
+		if err != nil {
+			return err
+		}
+		for _, p := range problems {
+			fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
+		}
+		fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
+		return nil
 	}
-	d, err := lake.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	problems, checked, err := verifyModel(ctx, d, lake.model)
-	if err != nil {
-		return err
-	}
-	for _, p := range problems {
-		fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
-	}
-	fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
-	return nil
+	return cmd
 }
 
 // verifyModel returns the problems found, a summary of what was checked,
