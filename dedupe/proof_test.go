@@ -24,7 +24,7 @@ import (
 	"github.com/highwater-dev/highwater/manifest"
 )
 
-var pg *pgtest.Server
+var pg pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var pg *pgtest.Server
+var pg pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 

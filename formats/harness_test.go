@@ -15,7 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-var srv *pgtest.Server
+var srv pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &srv)) }
 

@@ -1,13 +1,26 @@
 // Package pgtest gives tests a real PostgreSQL: the server named by
 // HIGHWATER_TEST_DATABASE_URL, or else a throwaway cluster started from the
-// Debian server binaries (shared between the tests of one package through
-// TestMain). Every test gets a database of its own.
+// PostgreSQL server binaries. Every test gets a database of its own.
+//
+// A package's tests share one server through a Shared, which starts it on
+// the first test that asks for it, and through Main in TestMain, which
+// stops it after the tests. Tests that never ask (pure ones) therefore run
+// on a machine with no PostgreSQL at all.
+//
+// The binaries are looked for in HIGHWATER_PG_BIN when it is set (and only
+// there), else on PATH, else in /usr/lib/postgresql/*/bin. When none are
+// found, a test that needs a server fails, naming what to install: a
+// missing server must not pass unnoticed as a green run. Setting
+// HIGHWATER_SKIP_PG=1 turns that failure into a skip that gives the
+// reason, for machines that are meant to run the pure tests only. A
+// server that is found but will not start always fails the test.
 package pgtest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -17,14 +30,27 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// EnvURL names an existing server to use instead of a throwaway cluster.
-const EnvURL = "HIGHWATER_TEST_DATABASE_URL"
+// The environment variables that choose the server.
+const (
+	// EnvURL names an existing server to use instead of a throwaway cluster.
+	EnvURL = "HIGHWATER_TEST_DATABASE_URL"
+	// EnvBin names the directory of the server binaries (initdb, pg_ctl).
+	EnvBin = "HIGHWATER_PG_BIN"
+	// EnvSkip, set to 1, skips the tests that need a server when no
+	// binaries are found, instead of failing them.
+	EnvSkip = "HIGHWATER_SKIP_PG"
+)
+
+// ErrNoBinaries: no PostgreSQL server binaries were found, so no throwaway
+// cluster can be started.
+var ErrNoBinaries = errors.New("no PostgreSQL server binaries found")
 
 // Server is a PostgreSQL server reachable by superuser.
 type Server struct {
@@ -166,6 +192,14 @@ func Exec(t testing.TB, dbURL string, sql ...string) {
 }
 
 func findBin() (string, error) {
+	if dir := os.Getenv(EnvBin); dir != "" {
+		for _, name := range []string{"initdb", "pg_ctl"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+				return "", fmt.Errorf("%w in %s=%s: %w", ErrNoBinaries, EnvBin, dir, err)
+			}
+		}
+		return dir, nil
+	}
 	if p, err := exec.LookPath("pg_ctl"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			return filepath.Dir(real), nil
@@ -173,7 +207,7 @@ func findBin() (string, error) {
 	}
 	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_ctl")
 	if len(matches) == 0 {
-		return "", fmt.Errorf("no PostgreSQL server binaries found: apt-get install postgresql, or set %s", EnvURL)
+		return "", fmt.Errorf("%w on PATH or in /usr/lib/postgresql/*/bin: apt-get install postgresql, or set %s or %s", ErrNoBinaries, EnvURL, EnvBin)
 	}
 	return filepath.Dir(matches[len(matches)-1]), nil
 }
@@ -187,16 +221,70 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Main runs a package's tests against one server: it starts the server,
-// stores it in *srv for the tests, runs them, stops it and returns the exit
-// code. Use it as TestMain's body: os.Exit(pgtest.Main(m, &pg)).
-func Main(m *testing.M, srv **Server) int {
+// Shared is the server of one test package, started by the first test
+// that asks for it. The zero value is ready to use; Main stops it.
+type Shared struct {
+	once sync.Once
+	srv  *Server
+	err  error
+}
+
+// Server returns the package's server, starting it on the first call. A
+// failure to start fails (or, by EnvSkip, skips) t and every later caller
+// with the same error, without another attempt.
+func (sh *Shared) Server(t testing.TB) *Server {
+	t.Helper()
+	sh.once.Do(func() { sh.srv, sh.err = Start() })
+	if sh.err != nil {
+		unavailable(t, sh.err)
+	}
+	return sh.srv
+}
+
+// NewDatabase creates an empty database on the package's server for one
+// test, starting the server if need be; see Server.NewDatabase.
+func (sh *Shared) NewDatabase(t testing.TB) string {
+	t.Helper()
+	return sh.Server(t).NewDatabase(t)
+}
+
+// Stop stops the server if a test started it. A later Server call finds
+// no server rather than starting one.
+func (sh *Shared) Stop() {
+	sh.once.Do(func() { sh.err = errors.New("pgtest: the package's server was already stopped") })
+	if sh.srv != nil {
+		sh.srv.Stop()
+	}
+}
+
+// Own starts a throwaway cluster (or takes the server of EnvURL) for t
+// alone, such as one the test restarts, and stops it when t ends.
+func Own(t testing.TB) *Server {
+	t.Helper()
 	s, err := Start()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		return 1
+		unavailable(t, err)
 	}
-	defer s.Stop()
-	*srv = s
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// unavailable ends a test that needs a server it cannot have.
+func unavailable(t testing.TB, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNoBinaries) && os.Getenv(EnvSkip) == "1" {
+		t.Skipf("skipped by %s=1: this test needs PostgreSQL: %v", EnvSkip, err)
+	}
+	if errors.Is(err, ErrNoBinaries) {
+		t.Fatalf("start PostgreSQL: %v (or set %s=1 to skip the tests that need it)", err, EnvSkip)
+	}
+	t.Fatalf("start PostgreSQL: %v", err)
+}
+
+// Main runs a package's tests and then stops the server, if one of them
+// started it; it returns the exit code. Use it as TestMain's body:
+// os.Exit(pgtest.Main(m, &pg)).
+func Main(m *testing.M, sh *Shared) int {
+	defer sh.Stop()
 	return m.Run()
 }
