@@ -6,7 +6,8 @@
 //	<model>/_runs/<run-id>/ckpt-<n>.json      one per durable data file, a chain
 //	<model>/_manifests/<seq>.json             commits, seq zero-padded, gapless
 //	<model>/_manifests/<seq>.checkpoint.json  the folded state every N commits
-//	<model>/_manifests/_last_checkpoint       a hint naming the newest of those
+//	<model>/_manifests/_last_checkpoint       a hint naming the newest of those,
+//	                                          for readers that did not list
 //	<model>/data/<run-id>/<attempt-id>/part-<n>.parquet
 //
 // Run ids start with their UTC creation time, so keys sort in the order they
