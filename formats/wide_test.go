@@ -32,6 +32,7 @@ func TestWideValueStatistics(t *testing.T) {
 	cols := discover(t, conn, "wide")
 	path, m := exportTable(t, conn, "wide", cols, Options{}, WriterOptions{RowGroupRows: 2})
 
+	lintPageIndex(t, path, 6)
 	if n := footerSize(t, path); n > 1<<20 {
 		t.Errorf("footer is %d bytes, want under 1 MiB", n)
 	}

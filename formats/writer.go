@@ -184,7 +184,8 @@ func (f *fileWriter) Close() error {
 // footer rewrites the footer at the end of tail with the statistics of the
 // BYTE_ARRAY columns. It also drops their column indexes: parquet-go writes
 // them with empty bounds once it is told to skip page bounds, and an empty
-// max would tell a reader that a page holds nothing above "".
+// max would tell a reader that a page holds nothing above "". The other
+// columns keep theirs.
 func (f *fileWriter) footer(tail []byte) ([]byte, error) {
 	if len(f.open) == 0 {
 		return tail, nil
@@ -208,34 +209,101 @@ func (f *fileWriter) footer(tail []byte) ([]byte, error) {
 		cols := md.RowGroups[i].Columns
 		for leaf, j := range f.byteCols {
 			c := &cols[leaf]
-			c.ColumnIndexOffset, c.ColumnIndexLength = 0, 0
+			c.ColumnIndexLength = 0 // dropped; compactPageIndex closes the gap
 			st := &c.MetaData.Statistics
 			st.Min, st.Max = nil, nil
 			st.MinValue, st.MaxValue = f.groups[i][j].result()
 		}
+	}
+	index, err := compactPageIndex(&md, tail[:start], f.out.passed)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite footer: %w", err)
 	}
 	b, err := thrift.Marshal(new(thrift.CompactProtocol), &md)
 	if err != nil {
 		return nil, fmt.Errorf("rewrite footer: %w", err)
 	}
 	out := bytes.NewBuffer(make([]byte, 0, start+len(b)+8))
-	out.Write(tail[:start])
+	out.Write(index)
 	out.Write(b)
 	out.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(b))))
 	out.WriteString("PAR1")
 	return out.Bytes(), nil
 }
 
+// compactPageIndex rewrites the part of the file before its footer, held
+// in tail (which starts at file offset base), so that the page indexes the
+// metadata still names lie back to back in the order they were written,
+// and moves their offsets to match. Column indexes with a length of zero
+// are dropped. Readers find each index by its own offset, but parquet-go's
+// reads the whole section at once and slices it by offset, so a gap where
+// a dropped index was would send it out of bounds.
+func compactPageIndex(md *format.FileMetaData, tail []byte, base int64) ([]byte, error) {
+	type entry struct {
+		offset *int64
+		length int64
+	}
+	var entries []entry
+	for i := range md.RowGroups {
+		for j := range md.RowGroups[i].Columns {
+			c := &md.RowGroups[i].Columns[j]
+			if c.ColumnIndexLength == 0 {
+				c.ColumnIndexOffset = 0
+			} else {
+				entries = append(entries, entry{&c.ColumnIndexOffset, int64(c.ColumnIndexLength)})
+			}
+		}
+	}
+	for i := range md.RowGroups {
+		for j := range md.RowGroups[i].Columns {
+			if c := &md.RowGroups[i].Columns[j]; c.OffsetIndexLength > 0 {
+				entries = append(entries, entry{&c.OffsetIndexOffset, int64(c.OffsetIndexLength)})
+			}
+		}
+	}
+	// parquet-go writes every page index after the last data page, when the
+	// file is closed: the section starts at the lowest offset it names.
+	first := base + int64(len(tail))
+	for i := range md.RowGroups {
+		for _, c := range md.RowGroups[i].Columns {
+			for _, off := range []int64{c.ColumnIndexOffset, c.OffsetIndexOffset} {
+				if off > 0 && off < first {
+					first = off
+				}
+			}
+		}
+	}
+	if first < base {
+		return nil, fmt.Errorf("the page index starts at %d, before the %d bytes held back from %d", first, len(tail), base)
+	}
+	out := bytes.NewBuffer(make([]byte, 0, len(tail)))
+	out.Write(tail[:first-base])
+	for _, e := range entries {
+		from := *e.offset - base
+		if from < 0 || from+e.length > int64(len(tail)) {
+			return nil, fmt.Errorf("a page index at %d+%d lies outside the %d bytes held back from %d", *e.offset, e.length, len(tail), base)
+		}
+		*e.offset = base + int64(out.Len())
+		out.Write(tail[from : from+e.length])
+	}
+	return out.Bytes(), nil
+}
+
 // tailWriter passes writes through until hold is set, then keeps them.
+// passed counts the bytes written through, the file offset of held's
+// first byte.
 type tailWriter struct {
-	w    io.Writer
-	hold bool
-	held bytes.Buffer
+	w      io.Writer
+	hold   bool
+	held   bytes.Buffer
+	passed int64
 }
 
 func (t *tailWriter) Write(b []byte) (int, error) {
 	if t.hold {
 		return t.held.Write(b)
 	}
-	return t.w.Write(b)
+	n, err := t.w.Write(b)
+	t.passed += int64(n)
+	return n, err
 }
