@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -264,5 +265,42 @@ func TestEmptyStringKeyIsAValue(t *testing.T) {
 	}
 	if got := scalar(t, l.query("SELECT string_agg(n::varchar, ',' ORDER BY n) FROM lake")); got != "1,2" {
 		t.Fatalf("lake holds %s", got)
+	}
+}
+
+// TestKeyErrorsNameTheRow: a duplicate (modified_at, key) and a NULL key
+// are reported with the key of the very row that has them.
+func TestKeyErrorsNameTheRow(t *testing.T) {
+	l := newLake(t, "CREATE TYPE mood AS ENUM ('sad', 'ok', 'happy')",
+		`CREATE TABLE items (k mood, id int, updated_at timestamptz, n int, PRIMARY KEY (k, id))`,
+		`INSERT INTO items SELECT (ARRAY['sad', 'ok', 'happy']::mood[])[1 + g % 3], g, '2026-01-01+00'::timestamptz + g * interval '1 hour', g
+		 FROM generate_series(1, 9) g`)
+	for _, tc := range []struct {
+		name, query string
+		want        error
+		key         string
+	}{
+		{"duplicate", `SELECT * FROM items UNION ALL SELECT k, id, updated_at, n + 100 FROM items WHERE id = 5`,
+			pgsource.ErrDuplicateKey, `{"id":"5","k":"happy","updated_at":"2026-01-01 05:00:00.000000+00"}`},
+		{"null", `SELECT k, CASE WHEN id = 7 THEN NULL ELSE id END AS id, updated_at, n FROM items`,
+			pgsource.ErrNullKey, `{"id":null,"k":"ok","updated_at":"2026-01-01 07:00:00.000000+00"}`},
+		{"null enum", `SELECT CASE WHEN id = 4 THEN NULL ELSE k END AS k, id, updated_at, n FROM items`,
+			pgsource.ErrNullKey, `{"id":"4","k":null,"updated_at":"2026-01-01 04:00:00.000000+00"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, pageRows := range []int{2, 3, 100} {
+				l.model = fmt.Sprintf("%s-%d", strings.ReplaceAll(tc.name, " ", "-"), pageRows)
+				opts := l.options()
+				opts.Source = pgsource.Spec{Query: tc.query, PrimaryKey: []string{"k", "id"}, ModifiedAt: "updated_at"}
+				opts.PageRows = pageRows
+				_, err := l.export(opts)
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("page rows %d: got %v, want %v", pageRows, err, tc.want)
+				}
+				if !strings.Contains(err.Error(), tc.key) {
+					t.Errorf("page rows %d: %v does not name %s", pageRows, err, tc.key)
+				}
+			}
+		})
 	}
 }

@@ -322,6 +322,13 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 		}
 		sc.Pages++
 		n, skipped := 0, false
+		// stop ends the page early. Its error must be made before: closing
+		// reads the rest of the page into the buffers that row points at,
+		// so an error made after it would describe another row.
+		stop := func(err error) error {
+			rows.Close()
+			return err
+		}
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
@@ -329,14 +336,12 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 			row.ModNull = raw[0] == nil
 			if !row.ModNull {
 				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
-					rows.Close()
-					return fmt.Errorf("read modified-at: %w", err)
+					return stop(fmt.Errorf("read modified-at: %w", err))
 				}
 			}
 			for j, i := range sc.t.keyIdx {
 				if sc.keyRaw(row, j) == nil {
-					rows.Close()
-					return fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription())
+					return stop(fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription()))
 				}
 			}
 			if n == 1 && after != nil && !skipped {
@@ -345,8 +350,7 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 				// It is remembered, so that a duplicate of it is caught.
 				c, err := row.Cursor()
 				if err != nil {
-					rows.Close()
-					return err
+					return stop(err)
 				}
 				if cursorEqual(c, after) {
 					skipped = true
@@ -357,14 +361,12 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 			// Rows come in (modified_at, key) order, so a duplicate follows
 			// its twin at once.
 			if sc.sameAsLast(row) {
-				rows.Close()
-				return fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
-					ErrDuplicateKey, row.keyDescription(), sc.t.describe())
+				return stop(fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
+					ErrDuplicateKey, row.keyDescription(), sc.t.describe()))
 			}
 			sc.remember(row)
 			if err := fn(row); err != nil {
-				rows.Close()
-				return err
+				return stop(err)
 			}
 		}
 		rows.Close()
