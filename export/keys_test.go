@@ -304,3 +304,43 @@ func TestKeyErrorsNameTheRow(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyTiesUnderTheTypesEquality: keys that differ in bytes but are
+// equal to the type's comparison (numeric 1.0 and 1.00, citext 'a' and
+// 'A', float8 -0 and 0) cannot be paged through; a source_query yielding
+// them across a page boundary stops with the duplicate error rather than
+// paging forever and writing rows again.
+func TestKeyTiesUnderTheTypesEquality(t *testing.T) {
+	l := newLake(t, "CREATE EXTENSION citext")
+	for _, tc := range []struct{ name, values string }{
+		{"numeric", "1.0::numeric, 1.00, 1.000, 2"},
+		{"citext", "'a'::citext, 'A', 'b'"},
+		{"float8", "'-0'::float8, '0', '1'"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, pageRows := range []int{2} {
+				l.model = fmt.Sprintf("%s-%d", tc.name, pageRows)
+				opts := l.options()
+				opts.Source = pgsource.Spec{PrimaryKey: []string{"id"}, ModifiedAt: "updated_at",
+					Query: fmt.Sprintf("SELECT id, '2026-01-01+00'::timestamptz AS updated_at, 1 AS n FROM unnest(ARRAY[%s]) id", tc.values)}
+				opts.PageRows = pageRows
+				pages := 0
+				opts.Failpoint = func(name string) {
+					// A scan that pages on is stopped by ending its session.
+					if name == "after-page" {
+						if pages++; pages == 100 {
+							l.exec(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'highwater'`)
+						}
+					}
+				}
+				_, err := l.export(opts)
+				if pages >= 100 {
+					t.Errorf("page rows %d: paged on for %d pages", pageRows, pages)
+				}
+				if !errors.Is(err, pgsource.ErrDuplicateKey) {
+					t.Errorf("page rows %d: got %v, want %v", pageRows, err, pgsource.ErrDuplicateKey)
+				}
+			}
+		})
+	}
+}

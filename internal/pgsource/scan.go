@@ -266,16 +266,25 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 			keyParams = append(keyParams, cast(b.arg(after.Key[j]), c.TypeName))
 		}
 	}
+	// atCursor tells, by the types' own equality, which rows are at the
+	// cursor: a row whose key differs in bytes from the cursor's but equals
+	// it (numeric 1.0 and 1.00, citext 'a' and 'A') is a twin of the cursor
+	// row, not the next row.
+	atCursor := "false"
 	if nullPhase {
 		b.where = append(b.where, modRef+" IS NULL")
 		if after != nil {
-			b.where = append(b.where, fmt.Sprintf("(%s) >= (%s)", strings.Join(keyRefs, ", "), strings.Join(keyParams, ", ")))
+			lhs, rhs := "("+strings.Join(keyRefs, ", ")+")", "("+strings.Join(keyParams, ", ")+")"
+			b.where = append(b.where, lhs+" >= "+rhs)
+			atCursor = lhs + " = " + rhs
 		}
 	} else {
 		switch {
 		case after != nil:
-			b.where = append(b.where, fmt.Sprintf("(%s, %s) >= (%s, %s)", modRef, strings.Join(keyRefs, ", "),
-				cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", ")))
+			lhs := fmt.Sprintf("(%s, %s)", modRef, strings.Join(keyRefs, ", "))
+			rhs := fmt.Sprintf("(%s, %s)", cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", "))
+			b.where = append(b.where, lhs+" >= "+rhs)
+			atCursor = lhs + " = " + rhs
 		case rng.From != nil:
 			b.where = append(b.where, fmt.Sprintf("%s >= %s", modRef, cast(b.arg(*rng.From), mod.TypeName)))
 		}
@@ -286,8 +295,8 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 	if !nullPhase {
 		order = append([]string{modRef}, keyRefs...)
 	}
-	sql := fmt.Sprintf("%sSELECT %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
-		s.with(), modRef, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
+	sql := fmt.Sprintf("%sSELECT %s, %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
+		s.with(), modRef, atCursor, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
 		strings.Join(order, ", "), limit)
 	return sql, b.args
 }
@@ -332,7 +341,7 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
-			row.Values, row.keyTexts = raw[1:1+sc.ncols], raw[1+sc.ncols:]
+			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:]
 			row.ModNull = raw[0] == nil
 			if !row.ModNull {
 				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
@@ -344,19 +353,18 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 					return stop(fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription()))
 				}
 			}
-			if n == 1 && after != nil && !skipped {
+			if len(raw[1]) == 1 && raw[1][0] != 0 {
 				// A page starts at its cursor inclusively: its first row is
 				// normally the previous page's last, which is skipped once.
-				// It is remembered, so that a duplicate of it is caught.
-				c, err := row.Cursor()
-				if err != nil {
-					return stop(err)
+				// It is remembered, so that a duplicate of it is caught; a
+				// second row at the cursor is one.
+				if skipped {
+					return stop(fmt.Errorf("%w: %s appears twice in %s, equal to %s to its type's comparison: keyset paging needs (modified_at, key) to be unique",
+						ErrDuplicateKey, row.keyDescription(), sc.t.describe(), sc.last.keyDescription()))
 				}
-				if cursorEqual(c, after) {
-					skipped = true
-					sc.remember(row)
-					continue
-				}
+				skipped = true
+				sc.remember(row)
+				continue
 			}
 			// Rows come in (modified_at, key) order, so a duplicate follows
 			// its twin at once.
@@ -419,24 +427,6 @@ func (s *scan) cursorOfLenient(r *Row) (map[string]any, error) {
 		}
 	}
 	return out, nil
-}
-
-func cursorEqual(a, b *manifest.Cursor) bool {
-	if (a.ModifiedAt == nil) != (b.ModifiedAt == nil) {
-		return false
-	}
-	if a.ModifiedAt != nil && *a.ModifiedAt != *b.ModifiedAt {
-		return false
-	}
-	if len(a.Key) != len(b.Key) {
-		return false
-	}
-	for i := range a.Key {
-		if a.Key[i] != b.Key[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // checkPushdown explains the first page of a custom query and warns when
