@@ -344,3 +344,44 @@ func TestKeyTiesUnderTheTypesEquality(t *testing.T) {
 		})
 	}
 }
+
+// TestNumericCursorIsNumericOut: the cursor of a numeric key read from its
+// binary form is numeric_out's text, digit for digit and to its scale.
+func TestNumericCursorIsNumericOut(t *testing.T) {
+	l := newLake(t, `CREATE TABLE items (id numeric(38,18) PRIMARY KEY, updated_at timestamptz, txt text)`,
+		`INSERT INTO items SELECT v, '2026-01-01+00'::timestamptz, v::text FROM (
+			SELECT round(g::numeric / 7 * power(10::numeric, g % 36 - 18), (g % 19)) * (1 - 2 * (g % 2)) AS v
+			FROM generate_series(1, 2000) g
+			UNION ALL SELECT unnest(ARRAY[0, 0.000000000000000001, -0.000000000000000001, 10000, 99999999999999999999.999999999999999999,
+				-99999999999999999999.999999999999999999, 1.5, 0.0001, 100000000])) s ON CONFLICT DO NOTHING`,
+		`UPDATE items SET txt = id::text`)
+	ctx := context.Background()
+	src, err := pgsource.Connect(ctx, l.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close(ctx)
+	tbl, err := src.Discover(ctx, pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := src.NewScanner(tbl, tbl.Quoted()) // the id's binary value
+	n := 0
+	err = sc.Scan(ctx, pgsource.Range{To: "infinity", IncludeNull: true}, nil, func(r *pgsource.Row) error {
+		c, err := r.Cursor()
+		if err != nil {
+			return err
+		}
+		if want := string(r.Values[2]); c.Key[0] != want {
+			t.Errorf("cursor %q, numeric_out %q", c.Key[0], want)
+		}
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 1000 {
+		t.Fatalf("only %d values", n)
+	}
+}
