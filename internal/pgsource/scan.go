@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/highwater-dev/highwater/manifest"
@@ -34,13 +35,17 @@ type Range struct {
 // Row is one source row during a scan. Its values are only valid inside
 // the callback.
 type Row struct {
-	// Values are the binary wire values of the selected columns, in the
-	// order of Table.Columns; nil is NULL.
+	// Values are the wire values of the selected columns, in the order of
+	// Table.Columns and in the form the select expressions give them; nil
+	// is NULL.
 	Values [][]byte
 	// Mod is the modified-at value; ModNull when it is NULL.
 	Mod     Mod
 	ModNull bool
-	scan    *scan
+	// keyTexts are the ::text copies of the key columns that are not read
+	// from Values, in the order of scan.keyCopy.
+	keyTexts [][]byte
+	scan     *scan
 }
 
 // Cursor returns the row's position in (modified_at, pk) order.
@@ -49,11 +54,14 @@ func (r *Row) Cursor() (*manifest.Cursor, error) {
 }
 
 type scan struct {
-	src      *Source
-	t        *Table
-	exprs    []string
-	extraKey []int // per key column: index of its ::text copy, or -1
-	ncols    int
+	src   *Source
+	t     *Table
+	exprs []string // the mapping's, one per column, then the key copies
+	// keyCopy holds, per key column, the index in Row.keyTexts of its
+	// ::text copy, or -1 when its value in Row.Values is binary and
+	// keyText reads it.
+	keyCopy []int
+	ncols   int
 }
 
 // Scanner pages through a table.
@@ -72,7 +80,6 @@ type Scanner struct {
 	// last keeps the key values of the newest row passed to fn, since the
 	// row's own values are gone when the scan returns.
 	last     Row
-	lastBufs [][]byte
 	haveLast bool
 }
 
@@ -84,23 +91,28 @@ func (sc *Scanner) LastCursor() (*manifest.Cursor, error) {
 	return sc.cursorOf(&sc.last)
 }
 
-func (sc *Scanner) remember(row *Row) {
-	if sc.lastBufs == nil {
-		sc.lastBufs = make([][]byte, len(row.Values))
-		sc.last = Row{Values: make([][]byte, len(row.Values)), scan: &sc.scan}
+// keep copies src into dst's buffer. An empty value stays non-nil: nil is
+// NULL, and the empty string is a value.
+func keep(dst *[]byte, src []byte) {
+	if src == nil {
+		*dst = nil
+		return
 	}
-	keep := func(i int) {
-		if row.Values[i] == nil {
-			sc.last.Values[i] = nil
-			return
-		}
-		sc.lastBufs[i] = append(sc.lastBufs[i][:0], row.Values[i]...)
-		sc.last.Values[i] = sc.lastBufs[i]
+	if *dst == nil {
+		*dst = make([]byte, 0, len(src))
+	}
+	*dst = append((*dst)[:0], src...)
+}
+
+func (sc *Scanner) remember(row *Row) {
+	if sc.last.scan == nil {
+		sc.last = Row{Values: make([][]byte, len(row.Values)), keyTexts: make([][]byte, len(row.keyTexts)), scan: &sc.scan}
 	}
 	for j, i := range sc.t.keyIdx {
-		keep(i)
-		if x := sc.extraKey[j]; x >= 0 {
-			keep(x)
+		if x := sc.keyCopy[j]; x >= 0 {
+			keep(&sc.last.keyTexts[x], row.keyTexts[x])
+		} else {
+			keep(&sc.last.Values[i], row.Values[i])
 		}
 	}
 	sc.last.Mod, sc.last.ModNull = row.Mod, row.ModNull
@@ -113,8 +125,8 @@ func (sc *Scanner) sameAsLast(row *Row) bool {
 	if !sc.haveLast || row.ModNull != sc.last.ModNull || (!row.ModNull && row.Mod != sc.last.Mod) {
 		return false
 	}
-	for _, i := range sc.t.keyIdx {
-		if !bytes.Equal(row.Values[i], sc.last.Values[i]) {
+	for j := range sc.t.keyIdx {
+		if !bytes.Equal(sc.keyRaw(row, j), sc.keyRaw(&sc.last, j)) {
 			return false
 		}
 	}
@@ -123,16 +135,26 @@ func (sc *Scanner) sameAsLast(row *Row) bool {
 
 // NewScanner prepares to read t with the mapping's select expressions,
 // one per column of t.
+//
+// A key column whose select expression is the bare column and whose binary
+// form keyText reads is taken from the row as it is. Every other key column
+// is selected a second time as ::text, whatever the mapping makes of it
+// (the mapping may select a text form, as it does for an unconstrained
+// numeric): the cursor must be a literal that the column's type reads back
+// as the same value.
 func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
-	sc := &Scanner{scan: scan{src: s, t: t, exprs: selectExprs, ncols: len(selectExprs)}, PageRows: 50_000}
+	sc := &Scanner{scan: scan{src: s, t: t, exprs: slices.Clone(selectExprs), ncols: len(selectExprs)}, PageRows: 50_000}
+	copies := 0
 	for _, i := range t.keyIdx {
 		c := t.Columns[i]
-		if isFastKey(c.TypeOID) {
-			sc.extraKey = append(sc.extraKey, -1)
+		ref := "t." + quoteIdent(c.Name)
+		if isFastKey(c.TypeOID) && selectExprs[i] == ref {
+			sc.keyCopy = append(sc.keyCopy, -1)
 			continue
 		}
-		sc.extraKey = append(sc.extraKey, len(sc.exprs))
-		sc.exprs = append(sc.exprs, "t."+quoteIdent(c.Name)+"::text")
+		sc.keyCopy = append(sc.keyCopy, copies)
+		sc.exprs = append(sc.exprs, ref+"::text")
+		copies++
 	}
 	return sc
 }
@@ -156,6 +178,15 @@ func (t *Table) Quoted() []string {
 	return q
 }
 
+// keyRaw is the value of the j-th key column that its cursor literal is
+// made from: its ::text copy, or its binary value.
+func (s *scan) keyRaw(r *Row, j int) []byte {
+	if x := s.keyCopy[j]; x >= 0 {
+		return r.keyTexts[x]
+	}
+	return r.Values[s.t.keyIdx[j]]
+}
+
 func (s *scan) cursorOf(r *Row) (*manifest.Cursor, error) {
 	c := &manifest.Cursor{Key: make([]string, len(s.t.keyIdx))}
 	if !r.ModNull {
@@ -163,18 +194,15 @@ func (s *scan) cursorOf(r *Row) (*manifest.Cursor, error) {
 		c.ModifiedAt = &m
 	}
 	for j, i := range s.t.keyIdx {
-		raw := r.Values[i]
-		if x := s.extraKey[j]; x >= 0 {
-			raw = r.Values[x]
-		}
+		raw := s.keyRaw(r, j)
 		if raw == nil {
 			return nil, fmt.Errorf("%w %q", ErrNullKey, s.t.Columns[i].Name)
 		}
-		if s.extraKey[j] >= 0 {
+		if s.keyCopy[j] >= 0 {
 			c.Key[j] = string(raw)
 			continue
 		}
-		txt, _, err := keyText(s.t.Columns[i].TypeOID, raw)
+		txt, err := keyText(s.t.Columns[i].TypeOID, raw)
 		if err != nil {
 			return nil, fmt.Errorf("read key column %q: %w", s.t.Columns[i].Name, err)
 		}
@@ -238,16 +266,25 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 			keyParams = append(keyParams, cast(b.arg(after.Key[j]), c.TypeName))
 		}
 	}
+	// atCursor tells, by the types' own equality, which rows are at the
+	// cursor: a row whose key differs in bytes from the cursor's but equals
+	// it (numeric 1.0 and 1.00, citext 'a' and 'A') is a twin of the cursor
+	// row, not the next row.
+	atCursor := "false"
 	if nullPhase {
 		b.where = append(b.where, modRef+" IS NULL")
 		if after != nil {
-			b.where = append(b.where, fmt.Sprintf("(%s) >= (%s)", strings.Join(keyRefs, ", "), strings.Join(keyParams, ", ")))
+			lhs, rhs := "("+strings.Join(keyRefs, ", ")+")", "("+strings.Join(keyParams, ", ")+")"
+			b.where = append(b.where, lhs+" >= "+rhs)
+			atCursor = lhs + " = " + rhs
 		}
 	} else {
 		switch {
 		case after != nil:
-			b.where = append(b.where, fmt.Sprintf("(%s, %s) >= (%s, %s)", modRef, strings.Join(keyRefs, ", "),
-				cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", ")))
+			lhs := fmt.Sprintf("(%s, %s)", modRef, strings.Join(keyRefs, ", "))
+			rhs := fmt.Sprintf("(%s, %s)", cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", "))
+			b.where = append(b.where, lhs+" >= "+rhs)
+			atCursor = lhs + " = " + rhs
 		case rng.From != nil:
 			b.where = append(b.where, fmt.Sprintf("%s >= %s", modRef, cast(b.arg(*rng.From), mod.TypeName)))
 		}
@@ -258,8 +295,8 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 	if !nullPhase {
 		order = append([]string{modRef}, keyRefs...)
 	}
-	sql := fmt.Sprintf("%sSELECT %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
-		s.with(), modRef, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
+	sql := fmt.Sprintf("%sSELECT %s, %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
+		s.with(), modRef, atCursor, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
 		strings.Join(order, ", "), limit)
 	return sql, b.args
 }
@@ -294,49 +331,50 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 		}
 		sc.Pages++
 		n, skipped := 0, false
+		// stop ends the page early. Its error must be made before: closing
+		// reads the rest of the page into the buffers that row points at,
+		// so an error made after it would describe another row.
+		stop := func(err error) error {
+			rows.Close()
+			return err
+		}
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
-			row.Values = raw[1:]
+			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:]
 			row.ModNull = raw[0] == nil
 			if !row.ModNull {
 				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
-					rows.Close()
-					return fmt.Errorf("read modified-at: %w", err)
+					return stop(fmt.Errorf("read modified-at: %w", err))
 				}
 			}
-			for _, i := range sc.t.keyIdx {
-				if row.Values[i] == nil {
-					rows.Close()
-					return fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription())
+			for j, i := range sc.t.keyIdx {
+				if sc.keyRaw(row, j) == nil {
+					return stop(fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription()))
 				}
 			}
-			if n == 1 && after != nil && !skipped {
+			if len(raw[1]) == 1 && raw[1][0] != 0 {
 				// A page starts at its cursor inclusively: its first row is
 				// normally the previous page's last, which is skipped once.
-				// It is remembered, so that a duplicate of it is caught.
-				c, err := row.Cursor()
-				if err != nil {
-					rows.Close()
-					return err
+				// It is remembered, so that a duplicate of it is caught; a
+				// second row at the cursor is one.
+				if skipped {
+					return stop(fmt.Errorf("%w: %s appears twice in %s, equal to %s to its type's comparison: keyset paging needs (modified_at, key) to be unique",
+						ErrDuplicateKey, row.keyDescription(), sc.t.describe(), sc.last.keyDescription()))
 				}
-				if cursorEqual(c, after) {
-					skipped = true
-					sc.remember(row)
-					continue
-				}
+				skipped = true
+				sc.remember(row)
+				continue
 			}
 			// Rows come in (modified_at, key) order, so a duplicate follows
 			// its twin at once.
 			if sc.sameAsLast(row) {
-				rows.Close()
-				return fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
-					ErrDuplicateKey, row.keyDescription(), sc.t.describe())
+				return stop(fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
+					ErrDuplicateKey, row.keyDescription(), sc.t.describe()))
 			}
 			sc.remember(row)
 			if err := fn(row); err != nil {
-				rows.Close()
-				return err
+				return stop(err)
 			}
 		}
 		rows.Close()
@@ -373,44 +411,22 @@ func (s *scan) cursorOfLenient(r *Row) (map[string]any, error) {
 		out[s.t.ModifiedAt] = FormatMod(s.t.ModKind, r.Mod)
 	}
 	for j, i := range s.t.keyIdx {
-		raw := r.Values[i]
+		raw := s.keyRaw(r, j)
 		name := s.t.Columns[i].Name
-		if x := s.extraKey[j]; x >= 0 {
-			raw = r.Values[x]
-			if raw != nil {
-				out[name] = string(raw)
-				continue
-			}
-		}
-		if raw == nil {
+		switch {
+		case raw == nil:
 			out[name] = nil
-			continue
+		case s.keyCopy[j] >= 0:
+			out[name] = string(raw)
+		default:
+			txt, err := keyText(s.t.Columns[i].TypeOID, raw)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = txt
 		}
-		txt, _, err := keyText(s.t.Columns[i].TypeOID, raw)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = txt
 	}
 	return out, nil
-}
-
-func cursorEqual(a, b *manifest.Cursor) bool {
-	if (a.ModifiedAt == nil) != (b.ModifiedAt == nil) {
-		return false
-	}
-	if a.ModifiedAt != nil && *a.ModifiedAt != *b.ModifiedAt {
-		return false
-	}
-	if len(a.Key) != len(b.Key) {
-		return false
-	}
-	for i := range a.Key {
-		if a.Key[i] != b.Key[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // checkPushdown explains the first page of a custom query and warns when
