@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/highwater-dev/highwater/formats"
@@ -17,30 +18,38 @@ import (
 	"github.com/parquet-go/parquet-go/compress"
 )
 
-// outputs writes the winners of one run into files of one schema, each
-// streamed to the store while it is encoded.
+// outputs writes the winners of one bucket at a time into files of one
+// schema, each streamed to the store while it is encoded. Its row groups
+// are encoded by a pool of encoders shared by every bucket being rewritten
+// (up to window at once for this one), and committed to the file in order,
+// so that one bucket uses every core.
 type outputs struct {
-	ctx       context.Context
-	bucket    objstore.Bucket
-	log       *manifest.Log
-	schema    *parquet.Schema
-	schemaID  string
-	codec     compress.Codec
-	kv        map[string]string
-	build     formats.Build
-	runID     string
-	attempt   string
-	seq       *atomic.Int64 // numbers the files of all workers
-	target    int64
-	rowGroup  int64
-	modKind   pgsource.ModKind
-	files     []manifest.File
-	bytesOut  int64
-	rowsOut   int64
-	part      *outPart
-	batch     []parquet.Row
-	batchData []byte
-	batchRecs []int // offsets of the batch's records in batchData
+	ctx      context.Context
+	bucket   objstore.Bucket
+	log      *manifest.Log
+	schema   *parquet.Schema
+	schemaID string
+	codec    compress.Codec
+	kv       map[string]string
+	build    formats.Build
+	runID    string
+	attempt  string
+	seq      *atomic.Int64 // numbers the files of all workers
+	target   int64
+	rowGroup int64 // raw bytes of one row group
+	modKind  pgsource.ModKind
+	enc      *encoders
+	window   int // row groups handed to the encoders at once
+	files    []manifest.File
+	bytesOut int64
+	rowsOut  int64
+	part     *outPart
+	partOf   int      // the bucket of part
+	fill     *rgJob   // the row group being filled
+	pending  []*rgJob // handed to the encoders, in file order
+	spare    []*rgJob
+	// inFlight is the most row groups that were being encoded at once.
+	inFlight int
 }
 
 type outPart struct {
@@ -51,7 +60,6 @@ type outPart struct {
 	n        int64
 	done     chan error
 	cancel   context.CancelFunc
-	rawInRG  int64
 	min, max int64
 	anyMod   bool
 }
@@ -63,7 +71,79 @@ func (p *outPart) Write(b []byte) (int, error) {
 	return n, err
 }
 
+// rgJob is one row group on its way through an encoder: the rows as
+// records hold them, back to back.
+type rgJob struct {
+	part     *outPart
+	rg       *formats.RowGroup
+	data     []byte
+	offs     []int // offs[i] is where row i begins in data
+	min, max int64
+	anyMod   bool
+	done     chan error
+}
+
+// encoders shred and compress row groups, as many at once as there are
+// workers, for every bucket being rewritten.
+type encoders struct {
+	jobs chan *rgJob
+	wg   sync.WaitGroup
+}
+
+func startEncoders(n int) *encoders {
+	e := &encoders{jobs: make(chan *rgJob, n)}
+	for range n {
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			var rows []parquet.Row
+			for j := range e.jobs {
+				var err error
+				rows, err = j.encode(rows)
+				j.done <- err
+			}
+		}()
+	}
+	return e
+}
+
+// stop waits for the encoders to finish; no job may be handed out after.
+func (e *encoders) stop() {
+	close(e.jobs)
+	e.wg.Wait()
+}
+
 const batchRows = 256
+
+// encode writes the job's rows into its row group, batchRows at a time,
+// and compresses the last pages. rows is reused from job to job.
+func (j *rgJob) encode(rows []parquet.Row) ([]parquet.Row, error) {
+	for first := 0; first < len(j.offs); first += batchRows {
+		rows = rows[:0]
+		for i := first; i < min(first+batchRows, len(j.offs)); i++ {
+			end := len(j.data)
+			if i+1 < len(j.offs) {
+				end = j.offs[i+1]
+			}
+			var row parquet.Row
+			if len(rows) < cap(rows) {
+				row = rows[:len(rows)+1][len(rows)][:0]
+			}
+			row, err := decodeRow(row, j.data[j.offs[i]:end])
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, row)
+		}
+		if _, err := j.rg.WriteRows(rows); err != nil {
+			return rows, fmt.Errorf("write %s: %w", j.part.file.Key, err)
+		}
+	}
+	if err := j.rg.Flush(); err != nil {
+		return rows, fmt.Errorf("write %s: %w", j.part.file.Key, err)
+	}
+	return rows, nil
+}
 
 // add queues one winning record for the given bucket's current file.
 func (o *outputs) add(bucket int, rec []byte) error {
@@ -72,63 +152,113 @@ func (o *outputs) add(bucket int, rec []byte) error {
 			return err
 		}
 	}
-	p := o.part
+	j := o.fill
+	if j == nil {
+		if n := len(o.spare); n > 0 {
+			j, o.spare = o.spare[n-1], o.spare[:n-1]
+		} else {
+			j = &rgJob{done: make(chan error, 1)}
+		}
+		o.fill = j
+	}
 	if recFlags(rec)&flagModNull == 0 {
 		m := recMod(rec)
-		if !p.anyMod || m < p.min {
-			p.min = m
+		if !j.anyMod || m < j.min {
+			j.min = m
 		}
-		if !p.anyMod || m > p.max {
-			p.max = m
+		if !j.anyMod || m > j.max {
+			j.max = m
 		}
-		p.anyMod = true
+		j.anyMod = true
 	}
-	o.batchRecs = append(o.batchRecs, len(o.batchData))
-	o.batchData = append(o.batchData, recRow(rec)...)
-	p.rawInRG += int64(len(recRow(rec)))
-	// Wide rows end a batch early: 256 rows of 50 MB would be 12 GB.
-	if len(o.batchRecs) == batchRows || int64(len(o.batchData)) >= o.rowGroup {
-		return o.flushBatch()
+	j.offs = append(j.offs, len(j.data))
+	j.data = append(j.data, recRow(rec)...)
+	if int64(len(j.data)) >= o.rowGroup {
+		return o.submit()
 	}
 	return nil
 }
 
-func (o *outputs) flushBatch() error {
-	p := o.part
-	if p == nil || len(o.batchRecs) == 0 {
+// submit hands the filled row group to the encoders. The file rolls when
+// the row groups committed so far reach the target: with up to window row
+// groups in flight, a file passes the target by at most window-1 row
+// groups, and since commits happen at fixed points of the sequence, the
+// files come out the same however fast the encoders are.
+func (o *outputs) submit() error {
+	j := o.fill
+	if j == nil {
 		return nil
 	}
-	o.batch = o.batch[:0]
-	for i, off := range o.batchRecs {
-		end := len(o.batchData)
-		if i+1 < len(o.batchRecs) {
-			end = o.batchRecs[i+1]
-		}
-		var row parquet.Row
-		if len(o.batch) < cap(o.batch) {
-			row = o.batch[:len(o.batch)+1][len(o.batch)][:0]
-		}
-		row, err := decodeRow(row, o.batchData[off:end])
-		if err != nil {
+	o.fill = nil
+	if len(o.pending) >= o.window {
+		if err := o.commitOldest(); err != nil {
+			o.recycle(j)
 			return err
 		}
-		o.batch = append(o.batch, row)
 	}
-	if _, err := p.w.WriteRows(o.batch); err != nil {
-		return fmt.Errorf("write %s: %w", p.file.Key, err)
-	}
-	p.file.Rows += int64(len(o.batch))
-	o.batchRecs, o.batchData = o.batchRecs[:0], o.batchData[:0]
-	if p.rawInRG >= o.rowGroup {
-		if err := p.w.Flush(); err != nil {
-			return fmt.Errorf("write %s: %w", p.file.Key, err)
+	if o.part.n >= o.target {
+		err := o.drain()
+		if err == nil {
+			err = o.closePart()
 		}
-		p.rawInRG = 0
-		if p.n >= o.target {
-			return o.closePart()
+		if err == nil {
+			err = o.open(o.partOf)
+		}
+		if err != nil {
+			o.recycle(j)
+			return err
+		}
+	}
+	rg, err := formats.BeginRowGroup(o.part.w)
+	if err != nil {
+		o.recycle(j)
+		return fmt.Errorf("write %s: %w", o.part.file.Key, err)
+	}
+	p := o.part
+	j.part, j.rg = p, rg
+	if j.anyMod {
+		if !p.anyMod || j.min < p.min {
+			p.min = j.min
+		}
+		if !p.anyMod || j.max > p.max {
+			p.max = j.max
+		}
+		p.anyMod = true
+	}
+	o.pending = append(o.pending, j)
+	o.inFlight = max(o.inFlight, len(o.pending))
+	o.enc.jobs <- j
+	return nil
+}
+
+// commitOldest waits for the oldest row group in flight and appends it to
+// its file.
+func (o *outputs) commitOldest() error {
+	j := o.pending[0]
+	o.pending = o.pending[1:]
+	defer o.recycle(j)
+	if err := <-j.done; err != nil {
+		return err
+	}
+	if err := j.rg.Commit(); err != nil {
+		return fmt.Errorf("write %s: %w", j.part.file.Key, err)
+	}
+	j.part.file.Rows += int64(len(j.offs))
+	return nil
+}
+
+func (o *outputs) drain() error {
+	for len(o.pending) > 0 {
+		if err := o.commitOldest(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+func (o *outputs) recycle(j *rgJob) {
+	*j = rgJob{data: j.data[:0], offs: j.offs[:0], done: j.done}
+	o.spare = append(o.spare, j)
 }
 
 func (o *outputs) open(bucket int) error {
@@ -153,7 +283,7 @@ func (o *outputs) open(bucket int) error {
 		return fmt.Errorf("start %s: %w", key, err)
 	}
 	p.w = w
-	o.part = p
+	o.part, o.partOf = p, bucket
 	return nil
 }
 
@@ -162,11 +292,11 @@ func (o *outputs) endBucket() error {
 	if o.part == nil {
 		return nil
 	}
-	if err := o.flushBatch(); err != nil {
+	if err := o.submit(); err != nil {
 		return err
 	}
-	if o.part == nil {
-		return nil
+	if err := o.drain(); err != nil {
+		return err
 	}
 	return o.closePart()
 }
@@ -196,8 +326,13 @@ func (o *outputs) closePart() error {
 	return nil
 }
 
-// abort stops every upload in flight; the store keeps nothing of them.
+// abort stops every upload in flight; the store keeps nothing of them. It
+// waits for this bucket's row groups still in the encoders.
 func (o *outputs) abort() {
+	for _, j := range o.pending {
+		<-j.done
+	}
+	o.pending, o.fill = nil, nil
 	if o.part != nil {
 		o.part.abort()
 		o.part = nil

@@ -18,6 +18,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // ErrAbandoned: a vacuum declared this dedupe's run dead before it could
@@ -62,6 +63,9 @@ type Result struct {
 	TombstonesDropped int64
 	// SortRuns counts sort runs spilled to disk (0: everything fitted).
 	SortRuns int
+	// RowGroupsAtOnce is the most row groups of one bucket that were handed
+	// to the encoders at once: above 1, one bucket used several cores.
+	RowGroupsAtOnce int
 	// Rounds counts the attempts, >1 when it had to start over.
 	Rounds   int
 	Rebased  bool
@@ -266,7 +270,7 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	*res = Result{Layout: w.layout, FullRewrite: w.full, Rounds: res.Rounds}
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
-	res.TombstonesDropped, res.SortRuns = stats.dropped, stats.sortRuns
+	res.TombstonesDropped, res.SortRuns, res.RowGroupsAtOnce = stats.dropped, stats.sortRuns, stats.inFlight
 
 	r.opts.Failpoint("dedupe-before-commit")
 	c, again, err := r.commit(ctx, w, p, out.files, stats.inputs, res)
@@ -358,6 +362,7 @@ type rewriteStats struct {
 	touched    int
 	dropped    int64
 	sortRuns   int
+	inFlight   int
 }
 
 // rewrite partitions the fresh files' rows by bucket, adds the existing
@@ -376,31 +381,38 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		sh     *shape
 		schema *parquet.Schema
 	)
-	// Input files are decoded on every core; mu guards what they share:
+	// Input files are decoded on every core, row group by row group so that
+	// one large file keeps every core busy too; mu guards what they share:
 	// the schema, the stats and the spill files, which take records in
 	// batches.
 	var mu sync.Mutex
 	const batchBytes = 256 << 10
-	read := func(f manifest.File, want int, enc *encoder, batch *recBatch) error {
+	open := func(f manifest.File) (*inputFile, error) {
 		in, err := openInput(ctx, r.dest, r.log.Key(f.Key), dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer in.close()
 		mu.Lock()
+		defer mu.Unlock()
 		if schema == nil {
 			schema = in.pf.Schema()
 			if sh, err = newShape(schema, *w.base.Identity); err != nil {
-				mu.Unlock()
-				return fmt.Errorf("read %s: %w", f.Key, err)
+				in.close()
+				return nil, fmt.Errorf("read %s: %w", f.Key, err)
 			}
 		} else if !parquet.EqualNodes(schema, in.pf.Schema()) {
-			mu.Unlock()
-			return fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
+			in.close()
+			return nil, fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
 		}
-		enc.sh = sh
 		stats.inputs = append(stats.inputs, f)
 		stats.inputBytes += f.Bytes
+		return in, nil
+	}
+	// readGroup partitions the rows of one row group, whose first row is
+	// the file's row first.
+	readGroup := func(in *inputFile, f manifest.File, want, group int, first int64, enc *encoder, batch *recBatch) error {
+		mu.Lock()
+		enc.sh = sh
 		mu.Unlock()
 		flush := func() error {
 			mu.Lock()
@@ -414,9 +426,10 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			batch.reset()
 			return nil
 		}
+		// The row's position in the committed set breaks the last ties.
 		base := uint64(w.order[f.Key]) << 36
-		var n uint64
-		err = in.eachRow(ctx, func(row parquet.Row) error {
+		n := uint64(first)
+		err := in.eachRowOf(ctx, group, func(row parquet.Row) error {
 			var h uint64
 			batch.data, h = enc.encode(batch.data, row, base|n)
 			n++
@@ -432,6 +445,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			return nil
 		})
 		if err != nil {
+			batch.reset()
 			return err
 		}
 		return flush()
@@ -440,14 +454,68 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		f    manifest.File
 		want int
 	}
+	// opened is an input whose row groups are being read; the last worker
+	// done with it removes its local copy.
+	type opened struct {
+		job
+		in     *inputFile
+		firsts []int64 // the first row of each row group
+		next   int     // the next row group to claim
+		left   int     // row groups not read yet
+	}
 	readAll := func(jobs []job) error {
 		var (
-			next     atomic.Int64
+			sched    sync.Mutex // guards nextFile, queue and every opened's next and left
+			nextFile int
+			queue    []*opened // inputs with row groups to claim
+			all      []*opened
 			wg       sync.WaitGroup
 			errOnce  sync.Once
 			firstErr error
 			failed   atomic.Bool
 		)
+		fail := func(err error) {
+			errOnce.Do(func() { firstErr = err })
+			failed.Store(true)
+		}
+		// claim returns a row group of an open input, else opens the next
+		// input: a worker opens a file only when no row group is left.
+		claim := func() (*opened, int, error) {
+			sched.Lock()
+			for len(queue) > 0 {
+				o := queue[0]
+				if o.next < len(o.firsts) {
+					o.next++
+					sched.Unlock()
+					return o, o.next - 1, nil
+				}
+				queue = queue[1:]
+			}
+			if nextFile >= len(jobs) {
+				sched.Unlock()
+				return nil, 0, nil
+			}
+			j := jobs[nextFile]
+			nextFile++
+			sched.Unlock()
+			in, err := open(j.f)
+			if err != nil {
+				return nil, 0, err
+			}
+			o := &opened{job: j, in: in}
+			var row int64
+			for _, rg := range in.pf.RowGroups() {
+				o.firsts = append(o.firsts, row)
+				row += rg.NumRows()
+			}
+			o.left = len(o.firsts)
+			o.next = 1
+			sched.Lock()
+			all = append(all, o)
+			queue = append(queue, o)
+			sched.Unlock()
+			return o, 0, nil
+		}
 		for range max(1, min(r.workers(), len(jobs))) {
 			wg.Add(1)
 			go func() {
@@ -455,19 +523,38 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 				var enc encoder
 				batch := &recBatch{offs: []int{0}}
 				for !failed.Load() {
-					i := int(next.Add(1)) - 1
-					if i >= len(jobs) {
+					o, g, err := claim()
+					if err != nil {
+						fail(err)
 						return
 					}
-					if err := read(jobs[i].f, jobs[i].want, &enc, batch); err != nil {
-						errOnce.Do(func() { firstErr = err })
-						failed.Store(true)
+					if o == nil {
+						return
+					}
+					if len(o.firsts) > 0 {
+						err = readGroup(o.in, o.f, o.want, g, o.firsts[g], &enc, batch)
+					}
+					sched.Lock()
+					o.left--
+					last := o.left <= 0
+					sched.Unlock()
+					if last {
+						o.in.close()
+					}
+					if err != nil {
+						fail(err)
 						return
 					}
 				}
 			}()
 		}
 		wg.Wait()
+		// After a failure, inputs whose row groups were left unread.
+		for _, o := range all {
+			if o.left > 0 {
+				o.in.close()
+			}
+		}
 		return firstErr
 	}
 	var jobs []job
@@ -501,26 +588,38 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			todo = append(todo, b)
 		}
 	}
-	// Buckets are independent: sort, merge and encode several at once, one
-	// per core, each with its share of the memory budget.
-	workers := max(1, min(r.workers(), len(todo)))
+	// Buckets are independent: sort and merge several at once, one per
+	// core, each with its share of the memory budget. Row groups are
+	// encoded apart from the merge, by as many encoders as workers shared
+	// by all buckets: with fewer buckets than workers (a first dedupe of
+	// under a target file is one bucket), each bucket keeps several row
+	// groups in the encoders at once, and its sort sorts in parallel.
+	workers := r.workers()
+	lanes := max(1, min(workers, len(todo)))
+	window := max(1, workers/lanes)
+	cs, err := newCodecs(workers, func() (compress.Codec, error) { return formats.NewCodec(r.opts.Compression) })
+	if err != nil {
+		return nil, nil, err
+	}
+	var outSchema *parquet.Schema
+	if schema != nil {
+		outSchema = parquet.NewSchema(schema.Name(), withCodec(schema, cs))
+	}
+	enc := startEncoders(workers)
+	// The row group share holds, per bucket, the row groups in the
+	// encoders and the one being filled.
+	rowGroup := max(1, r.budget.rowGroupBytes/int64(lanes*(window+1)))
 	attempt := manifest.NewID()[:12]
 	var seq atomic.Int64
-	outs := make([]*outputs, workers)
+	outs := make([]*outputs, lanes)
 	for i := range outs {
 		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
-			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
+			target: r.opts.TargetFileBytes, rowGroup: rowGroup, modKind: w.modKind, codec: cs, schema: outSchema,
+			enc: enc, window: window,
 			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
 				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
 		if len(stats.inputs) > 0 {
 			o.schemaID = stats.inputs[0].SchemaID
-		}
-		// A codec each: the zstd codec encodes one page at a time.
-		if o.codec, err = formats.NewCodec(r.opts.Compression); err != nil {
-			return nil, nil, err
-		}
-		if schema != nil {
-			o.schema = parquet.NewSchema(schema.Name(), withCodec(schema, o.codec))
 		}
 		outs[i] = o
 	}
@@ -537,7 +636,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			srt := &sorter{dir: dir, budget: r.budget.sortBytes / int64(workers)}
+			srt := &sorter{dir: dir, budget: r.budget.sortBytes / int64(lanes), par: window}
 			defer func() { runs.Add(int64(srt.runsWritten)) }()
 			for !failed.Load() {
 				i := int(next.Add(1)) - 1
@@ -567,11 +666,13 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		}()
 	}
 	wg.Wait()
+	enc.stop()
 	all := &outputs{}
 	for _, o := range outs {
 		all.files = append(all.files, o.files...)
 		all.bytesOut += o.bytesOut
 		all.rowsOut += o.rowsOut
+		stats.inFlight = max(stats.inFlight, o.inFlight)
 	}
 	if firstErr != nil {
 		r.discard(all.files)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -146,6 +147,10 @@ type sorter struct {
 	budget int64
 	arena  []byte
 	offs   []sortEnt
+	// par is how many goroutines sort a run: the run's entries are sorted
+	// in par chunks at once, then merged as they are emitted.
+	par    int
+	chunks [][]sortEnt
 	// runsWritten counts sort runs spilled, for the log and the tests.
 	runsWritten int
 }
@@ -235,26 +240,59 @@ func newSortEnt(rec []byte, off int) sortEnt {
 	return sortEnt{binary.BigEndian.Uint64(p[:]), binary.BigEndian.Uint64(p[8:]), binary.BigEndian.Uint64(p[16:]), off}
 }
 
+// minChunk is the fewest entries worth a goroutine of their own.
+const minChunk = 16 << 10
+
+// sortArena sorts the run's entries in up to par chunks at once.
 func (s *sorter) sortArena() {
-	a := s.arena
-	slices.SortFunc(s.offs, func(x, y sortEnt) int {
-		if c := cmp.Compare(x.k0, y.k0); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.k1, y.k1); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.k2, y.k2); c != 0 {
-			return c
-		}
-		return bytes.Compare(recSort(a[x.off:]), recSort(a[y.off:]))
-	})
+	n := len(s.offs)
+	p := max(1, min(s.par, n/minChunk))
+	s.chunks = s.chunks[:0]
+	var wg sync.WaitGroup
+	for i := range p {
+		c := s.offs[n*i/p : n*(i+1)/p]
+		s.chunks = append(s.chunks, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slices.SortFunc(c, s.compare)
+		}()
+	}
+	wg.Wait()
 }
 
-// winners emits the first record of each key from the sorted arena.
+func (s *sorter) compare(x, y sortEnt) int {
+	if c := cmp.Compare(x.k0, y.k0); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.k1, y.k1); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.k2, y.k2); c != 0 {
+		return c
+	}
+	return bytes.Compare(recSort(s.arena[x.off:]), recSort(s.arena[y.off:]))
+}
+
+// winners emits the first record of each key from the sorted chunks,
+// merging them: no two records have the same sort key (it ends with the
+// record's position in the input), so the order is the one a single sort
+// gives.
 func (s *sorter) winners(emit func(rec []byte) error) error {
+	chunks := s.chunks
 	var prev []byte
-	for _, e := range s.offs {
+	for {
+		best := -1
+		for i, c := range chunks {
+			if len(c) > 0 && (best < 0 || s.compare(c[0], chunks[best][0]) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		e := chunks[best][0]
+		chunks[best] = chunks[best][1:]
 		rec := s.arena[e.off:]
 		rec = rec[:recLen(rec)]
 		k := recKey(rec)
@@ -266,7 +304,6 @@ func (s *sorter) winners(emit func(rec []byte) error) error {
 			return err
 		}
 	}
-	return nil
 }
 
 // writeRun spills the sorted arena's winners.

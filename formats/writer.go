@@ -32,6 +32,7 @@ type fileWriter struct {
 	byteCols map[int]int // leaf column index -> position in open
 	open     []bounds    // of the current row group
 	groups   [][]bounds  // of the flushed row groups
+	spare    []*RowGroup // committed, to be begun again
 }
 
 func newFileWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (FileWriter, error) {
@@ -102,8 +103,12 @@ func (f *fileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	return written, nil
 }
 
-func (f *fileWriter) observe(rows []parquet.Row) {
-	if len(f.open) == 0 {
+func (f *fileWriter) observe(rows []parquet.Row) { f.observeInto(f.open, rows) }
+
+// observeInto adds the BYTE_ARRAY values of rows to the bounds of one row
+// group.
+func (f *fileWriter) observeInto(open []bounds, rows []parquet.Row) {
+	if len(open) == 0 {
 		return
 	}
 	for _, row := range rows {
@@ -112,7 +117,7 @@ func (f *fileWriter) observe(rows []parquet.Row) {
 				continue
 			}
 			if j, ok := f.byteCols[v.Column()]; ok {
-				f.open[j].add(v.ByteArray())
+				open[j].add(v.ByteArray())
 			}
 		}
 	}
