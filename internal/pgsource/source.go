@@ -49,6 +49,15 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 		return nil, s.classify("connect to source", err)
 	}
 	s.conn = conn
+	// Every later statement of the session is read-only: a source_query
+	// that calls a function with side effects (or nextval) fails instead of
+	// changing the source. Nothing highwater itself runs on this session
+	// writes. Set here rather than in the startup packet, which poolers
+	// such as PgBouncer refuse.
+	if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+		conn.Close(ctx)
+		return nil, s.classify("configure source session", err)
+	}
 	if err := conn.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_database()").Scan(&s.TimeZone, &s.Database); err != nil {
 		conn.Close(ctx)
 		return nil, s.classify("read source settings", err)
