@@ -46,6 +46,9 @@ type Table struct {
 	Spec
 	// Relation is the resolved, quoted relation, or "" for a query.
 	Relation string
+	// RelOID is the relation's pg_class OID, which a table dropped and
+	// recreated, or restored from a dump, does not keep; 0 for a query.
+	RelOID uint32
 	// QueryHash identifies a source_query.
 	QueryHash string
 	Columns   []formats.Column
@@ -95,6 +98,12 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 		if relkind == "v" || relkind == "f" {
 			return nil, fmt.Errorf("%s is a view or foreign table, which has no unique index to page on: export it with a source_query instead: %w", spec.Table, ErrBadModel)
 		}
+		if relkind != "p" {
+			if err := s.refuseInheritance(ctx, t.Relation, relOID); err != nil {
+				return nil, err
+			}
+		}
+		t.RelOID = relOID
 		if t.Columns, err = s.tableColumns(ctx, relOID); err != nil {
 			return nil, err
 		}
@@ -160,6 +169,34 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 		}
 	}
 	return t, nil
+}
+
+// refuseInheritance refuses a table with inheritance children. Reading it
+// reads their rows too, but its unique index covers only its own rows: a
+// child's row with a parent's key would be taken for another version of
+// it, and dedupe would keep one of two distinct rows. Reading ONLY the
+// table instead would silently leave out rows that a plain SELECT of it
+// shows, so the choice is left to the user. A declarative partitioned
+// table (relkind 'p') is not refused: its unique indexes cover every
+// partition.
+func (s *Source) refuseInheritance(ctx context.Context, relation string, rel uint32) error {
+	var children []string
+	err := s.conn.QueryRow(ctx, `
+		SELECT coalesce(array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY n.nspname, c.relname), '{}')
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE i.inhparent = $1`, rel).Scan(&children)
+	if err != nil {
+		return s.classify("read inheritance children of "+relation, err)
+	}
+	if len(children) == 0 {
+		return nil
+	}
+	named := strings.Join(children, ", ")
+	if len(children) > 3 {
+		named = fmt.Sprintf("%s and %d more", strings.Join(children[:3], ", "), len(children)-3)
+	}
+	return fmt.Errorf("%s has inheritance children (%s) whose rows a read of it includes but its unique index does not cover, so distinct rows would share a key: export only its own rows with --source-query 'SELECT * FROM ONLY %s', and each child as a model of its own: %w",
+		relation, named, relation, ErrBadModel)
 }
 
 func (t *Table) describe() string {
