@@ -75,6 +75,11 @@ func (t *Table) Column(name string) (formats.Column, bool) {
 func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 	t := &Table{Spec: spec, tenantIdx: -1}
 	var relOID uint32
+	// The names the user wrote resolve as the role would resolve them;
+	// everything else runs under a pinned path (searchpath.go).
+	if err := s.setSearchPath(ctx, s.rolePath()); err != nil {
+		return nil, err
+	}
 	if spec.Query != "" {
 		sum := sha256.Sum256([]byte(spec.Query))
 		t.QueryHash = hex.EncodeToString(sum[:])
@@ -104,6 +109,9 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 			}
 		}
 		t.RelOID = relOID
+		if err := s.setSearchPath(ctx, catalogPath); err != nil {
+			return nil, err
+		}
 		if t.Columns, err = s.tableColumns(ctx, relOID); err != nil {
 			return nil, err
 		}
@@ -168,7 +176,32 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 			return nil, err
 		}
 	}
+	if err := s.pinSearchPath(ctx, t); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// pinSearchPath sets the path the model's statements run under: pg_catalog,
+// (for a source_query) the role's schemas, then the schemas of the
+// operators that compare its modified-at, key and tenant columns.
+func (s *Source) pinSearchPath(ctx context.Context, t *Table) error {
+	compared := []uint32{t.Columns[t.modIdx].TypeOID}
+	for _, i := range t.keyIdx {
+		compared = append(compared, t.Columns[i].TypeOID)
+	}
+	if t.tenantIdx >= 0 {
+		compared = append(compared, t.Columns[t.tenantIdx].TypeOID)
+	}
+	ops, err := s.operatorSchemas(ctx, compared)
+	if err != nil {
+		return err
+	}
+	path := slices.Clone(catalogPath)
+	if t.Query != "" {
+		path = s.rolePath()
+	}
+	return s.setSearchPath(ctx, appendNew(path, ops...))
 }
 
 // refuseInheritance refuses a table with inheritance children. Reading it
@@ -239,6 +272,11 @@ func (s *Source) queryColumns(ctx context.Context, query string) ([]formats.Colu
 	sd, err := s.conn.PgConn().Prepare(ctx, "", wrapQuery(query)+" SELECT * FROM q LIMIT 0", nil)
 	if err != nil {
 		return nil, fmt.Errorf("describe source_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+	}
+	// Type names are read under pg_catalog alone, so that they come back
+	// qualified.
+	if err := s.setSearchPath(ctx, catalogPath); err != nil {
+		return nil, err
 	}
 	var cols []formats.Column
 	seen := map[string]bool{}

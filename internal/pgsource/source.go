@@ -30,6 +30,9 @@ type Source struct {
 	// SystemID identifies the cluster; Database names the database.
 	SystemID string
 	Database string
+	// roleSchemas is the role's own search_path, as current_schemas(false)
+	// resolved it; the session itself never runs under it (searchpath.go).
+	roleSchemas []string
 }
 
 // Connect opens a connection. The URL's password never appears in an
@@ -58,9 +61,13 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 		conn.Close(ctx)
 		return nil, s.classify("configure source session", err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_database()").Scan(&s.TimeZone, &s.Database); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_database(), pg_catalog.current_schemas(false)::text[]").Scan(&s.TimeZone, &s.Database, &s.roleSchemas); err != nil {
 		conn.Close(ctx)
 		return nil, s.classify("read source settings", err)
+	}
+	if err := s.setSearchPath(ctx, catalogPath); err != nil {
+		conn.Close(ctx)
+		return nil, err
 	}
 	// Text forms (of keys, ranges, arrays) must not depend on the role's
 	// settings, so the session is pinned.
