@@ -88,7 +88,8 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 // Close ends the session.
 func (s *Source) Close(ctx context.Context) error { return s.conn.Close(ctx) }
 
-// Conn exposes the connection for tests and the bench.
+// Conn exposes the connection for tests and the bench. Its search_path
+// is pinned (searchpath.go): name tables with their schema.
 func (s *Source) Conn() *pgx.Conn { return s.conn }
 
 // classify wraps err with what was being done, marks connection failures,
