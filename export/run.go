@@ -86,7 +86,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		tz = r.src.TimeZone
 	}
 	r.id = manifest.Identity{
-		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, QueryHash: t.QueryHash,
+		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
 		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, TenantColumn: t.TenantColumn, Tenant: t.Tenant,
 	}
 	if t.ModKind != pgsource.ModTimestamptz {
@@ -96,8 +96,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 	}
-	if err := r.checkIdentity(st); err != nil {
+	if adopt, err := r.checkIdentity(st); err != nil {
 		return nil, err
+	} else if adopt {
+		r.logger.Info("this run's commit records the model's new identity", "was", st.Identity.Diff(r.id))
 	}
 	// A full refresh replaces every earlier file, so the old types no
 	// longer constrain the new ones.
@@ -133,15 +135,36 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	return &Result{Commit: c, Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
 }
 
-func (r *runner) checkIdentity(st *manifest.State) error {
+// checkIdentity refuses a run whose identity is not the committed one, and
+// reports whether its commit must adopt the run's identity as the model's.
+//
+// Two cases adopt. A full refresh of the same model read from another
+// incarnation of the source (another cluster, the table recreated or
+// restored): it rebuilds the whole baseline, so the old watermark no longer
+// matters. And a state written before relation OIDs were recorded: its
+// identity has none, and this run's fills it in. Refusing that instead
+// would send every model to a full refresh on upgrade with nothing to show
+// that its table changed; a table recreated before the upgrade goes
+// unnoticed, as it did then, and every change after it is caught.
+func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 	if st.Identity == nil {
-		return nil
+		return false, nil
 	}
-	if d := st.Identity.Diff(r.id); d != "" {
-		return fmt.Errorf("%w: %s/%s holds the state of %s: choose another --model or destination",
+	old := *st.Identity
+	d := old.Diff(r.id)
+	switch {
+	case d == "":
+		return false, nil
+	case old.Completes(r.id):
+		return true, nil
+	case old.SameModel(r.id) && r.opts.FullRefresh:
+		return true, nil
+	case old.SameModel(r.id):
+		return false, fmt.Errorf("%w: %s/%s holds the state of %s: the source was restored into another cluster, or the table dropped and recreated or restored from a dump, so rows below the watermark would be skipped: rerun with --full-refresh to export it anew",
 			ErrIdentity, r.dest, r.opts.Model, d)
 	}
-	return nil
+	return false, fmt.Errorf("%w: %s/%s holds the state of %s: choose another --model or destination",
+		ErrIdentity, r.dest, r.opts.Model, d)
 }
 
 // resume picks up the newest unfinished run of the same kind, if the log
@@ -562,7 +585,8 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 		}
-		if err := r.checkIdentity(st); err != nil {
+		adopt, err := r.checkIdentity(st)
+		if err != nil {
 			return nil, nil, err
 		}
 		if _, dead := st.Abandoned[p.RunID]; dead {
@@ -576,7 +600,7 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
 		}
 		c := &manifest.Commit{
-			Kind: p.Kind, RunID: p.RunID, Identity: r.id, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
+			Kind: p.Kind, RunID: p.RunID, Identity: r.id, AdoptsIdentity: adopt, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
 			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: files, Schema: r.schema, Metrics: &metrics,
 			Warnings: r.warn,
 		}

@@ -30,6 +30,9 @@ type Source struct {
 	// SystemID identifies the cluster; Database names the database.
 	SystemID string
 	Database string
+	// roleSchemas is the role's own search_path, as current_schemas(false)
+	// resolved it; the session itself never runs under it (searchpath.go).
+	roleSchemas []string
 }
 
 // Connect opens a connection. The URL's password never appears in an
@@ -49,9 +52,22 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 		return nil, s.classify("connect to source", err)
 	}
 	s.conn = conn
-	if err := conn.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_database()").Scan(&s.TimeZone, &s.Database); err != nil {
+	// Every later statement of the session is read-only: a source_query
+	// that calls a function with side effects (or nextval) fails instead of
+	// changing the source. Nothing highwater itself runs on this session
+	// writes. Set here rather than in the startup packet, which poolers
+	// such as PgBouncer refuse.
+	if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+		conn.Close(ctx)
+		return nil, s.classify("configure source session", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_database(), pg_catalog.current_schemas(false)::text[]").Scan(&s.TimeZone, &s.Database, &s.roleSchemas); err != nil {
 		conn.Close(ctx)
 		return nil, s.classify("read source settings", err)
+	}
+	if err := s.setSearchPath(ctx, catalogPath); err != nil {
+		conn.Close(ctx)
+		return nil, err
 	}
 	// Text forms (of keys, ranges, arrays) must not depend on the role's
 	// settings, so the session is pinned.
@@ -72,7 +88,8 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 // Close ends the session.
 func (s *Source) Close(ctx context.Context) error { return s.conn.Close(ctx) }
 
-// Conn exposes the connection for tests and the bench.
+// Conn exposes the connection for tests and the bench. Its search_path
+// is pinned (searchpath.go): name tables with their schema.
 func (s *Source) Conn() *pgx.Conn { return s.conn }
 
 // classify wraps err with what was being done, marks connection failures,
