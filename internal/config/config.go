@@ -1,19 +1,22 @@
 // Package config reads highwater's YAML configuration: one source, one
 // destination and any number of models. Environment variables are expanded
-// in the file's text before it is parsed, so secrets stay out of it.
+// in the file's text before it is parsed, so secrets stay out of it, and
+// out of its error messages.
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // File is the whole configuration.
@@ -60,36 +63,68 @@ func Load(path string) (*File, error) {
 // export the wrong thing. A variable that is not set is an error too: an
 // empty password or host would fail later with a less helpful message.
 func Parse(raw []byte, lookup func(string) (string, bool)) (*File, error) {
-	var missing, values []string
+	var missing, used []string
 	expanded := os.Expand(string(raw), func(name string) string {
 		v, ok := lookup(name)
 		if !ok && !slices.Contains(missing, name) {
 			missing = append(missing, name)
 		}
-		if v != "" {
-			values = append(values, v)
+		if !slices.Contains(used, name) {
+			used = append(used, name)
 		}
 		return v
 	})
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("config uses environment variables that are not set: %s", strings.Join(missing, ", "))
 	}
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
-	dec.KnownFields(true)
 	var f File
-	if err := dec.Decode(&f); err != nil {
-		// yaml's messages may quote a value, which may be an expanded
-		// secret: every expanded value is blanked out of the message.
-		msg := err.Error()
-		for _, v := range values {
-			msg = strings.ReplaceAll(msg, v, "REDACTED")
-		}
-		return nil, fmt.Errorf("parse config: %s", msg)
+	if err := decode(expanded, &f); err != nil {
+		return nil, decodeError(raw, err, used)
 	}
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 	return &f, nil
+}
+
+func decode(doc string, f *File) error {
+	dec := yaml.NewDecoder(strings.NewReader(doc))
+	dec.KnownFields(true)
+	return dec.Decode(f)
+}
+
+// lineRef finds yaml's "line N" references in a message.
+var lineRef = regexp.MustCompile(`line \d+`)
+
+// decodeError explains a decode error without quoting an expanded value,
+// which may be a secret: yaml's messages quote the value they stumbled on.
+// The file is decoded again with each ${VAR} left as its own name; when that
+// fails on the same lines, its message says the same and quotes only the
+// file's text. Otherwise the trouble is in an expanded value, and only its
+// line is named.
+func decodeError(raw []byte, err error, used []string) error {
+	if len(used) == 0 {
+		return fmt.Errorf("parse config: %w", err)
+	}
+	named := os.Expand(string(raw), func(name string) string { return "${" + name + "}" })
+	var f File
+	lines := lineRef.FindAllString(err.Error(), -1)
+	if nerr := decode(named, &f); nerr != nil && slices.Equal(lineRef.FindAllString(nerr.Error(), -1), lines) {
+		return &redact.Error{Msg: "parse config: " + nerr.Error(), Err: nerr}
+	}
+	where := "a value"
+	if len(lines) > 0 {
+		where = strings.Join(slices.Compact(lines), ", ")
+	}
+	vars := make([]string, len(used))
+	for i, v := range used {
+		vars[i] = "${" + v + "}"
+	}
+	return &redact.Error{
+		Msg: fmt.Sprintf("parse config: %s: a value taken from the environment (%s) does not fit there: check the variable, or quote it in the file",
+			where, strings.Join(vars, ", ")),
+		Err: err,
+	}
 }
 
 // Validate checks the parts that need no connection.
