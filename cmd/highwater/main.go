@@ -28,6 +28,7 @@ import (
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Exit codes. They are part of the interface: schedulers branch on them.
@@ -448,7 +449,7 @@ func (l *lakeFlags) check(needModel bool) error {
 func checkDest(raw, tenant string) error {
 	if strings.Contains(raw, "{tenant}") {
 		if tenant == "" {
-			return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", destination.Redact(raw))
+			return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", redact.URL(raw))
 		}
 		raw = strings.ReplaceAll(raw, "{tenant}", "tenant")
 	}
@@ -458,20 +459,20 @@ func checkDest(raw, tenant string) error {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return usageErr("parse destination URL %q: %v", destination.Redact(raw), err)
+		return usageErr("parse destination URL %q: %v", redact.URL(raw), err)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "":
-		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", destination.Redact(raw))
+		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", redact.URL(raw))
 	case "file":
 		return nil
 	case "s3", "gs", "azblob", "az":
 		if u.Host == "" {
-			return usageErr("destination %q names no bucket", destination.Redact(raw))
+			return usageErr("destination %q names no bucket", redact.URL(raw))
 		}
 		return nil
 	}
-	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", destination.Redact(raw), u.Scheme)
+	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 }
 
 func usageErr(format string, args ...any) error {

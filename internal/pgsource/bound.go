@@ -233,7 +233,7 @@ func (s *Source) Normalize(ctx context.Context, t *Table, literal string) (strin
 		raw = append([]byte(nil), rows.RawValues()[0]...)
 	}
 	if err := rows.Err(); err != nil {
-		return "", 0, fmt.Errorf("read %q as %s: %w: %w", literal, mod.TypeName, scrubErr(err, s.password), ErrBadModel)
+		return "", 0, fmt.Errorf("read %q as %s: %w: %w", literal, mod.TypeName, err, ErrBadModel)
 	}
 	m, err := modFromBinary(t.ModKind, raw)
 	if err != nil {

@@ -271,7 +271,7 @@ func (s *Source) tableColumns(ctx context.Context, rel uint32) ([]formats.Column
 func (s *Source) queryColumns(ctx context.Context, query string) ([]formats.Column, error) {
 	sd, err := s.conn.PgConn().Prepare(ctx, "", wrapQuery(query)+" SELECT * FROM q LIMIT 0", nil)
 	if err != nil {
-		return nil, fmt.Errorf("describe source_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+		return nil, fmt.Errorf("describe source_query: %w: %w", err, ErrBadModel)
 	}
 	// Type names are read under pg_catalog alone, so that they come back
 	// qualified.
