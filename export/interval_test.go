@@ -101,3 +101,59 @@ func TestFullRefreshTakesEveryStamp(t *testing.T) {
 		})
 	}
 }
+
+// TestBlindRoleSaysSoAtEveryRun: a role without pg_read_all_stats cannot
+// see other roles' open transactions, so only the lookback protects their
+// rows: every run says so, and the commit records it.
+func TestBlindRoleSaysSoAtEveryRun(t *testing.T) {
+	l := newLake(t, itemsTable, `INSERT INTO items VALUES (1, now(), 'a', 1)`,
+		`DO $$ BEGIN CREATE ROLE hw_blind LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
+		`GRANT SELECT ON items TO hw_blind`)
+	l.db = strings.Replace(l.db, "postgres@", "hw_blind@", 1)
+	for run := 1; run <= 2; run++ {
+		res := l.mustExport(l.options())
+		if !strings.Contains(strings.Join(res.Warnings, "\n"), "hw_blind lacks pg_read_all_stats") {
+			t.Fatalf("run %d does not warn of the blind bound: %q", run, res.Warnings)
+		}
+		c := res.Commit
+		if c.ToBound != "fallback_lookback" || !strings.Contains(c.ToBoundDetail, "pg_read_all_stats") ||
+			!strings.Contains(strings.Join(c.Warnings, "\n"), `GRANT pg_read_all_stats TO "hw_blind"`) {
+			t.Fatalf("run %d commit records bound %s (%s), warnings %q", run, c.ToBound, c.ToBoundDetail, c.Warnings)
+		}
+	}
+}
+
+// TestHeldBackRowsNameTheTransaction: rows stamped after a bound that an
+// open transaction held back are not "future stamps": the warning names
+// the transaction, and the next run takes them.
+func TestHeldBackRowsNameTheTransaction(t *testing.T) {
+	l := newLake(t, itemsTable, `INSERT INTO items VALUES (1, now(), 'a', 1)`)
+	opts := l.options()
+	l.mustExport(opts)
+	conn := l.connect()
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context())
+	var pid int
+	if err := tx.QueryRow(t.Context(), `INSERT INTO items VALUES (2, now(), 'open', 1) RETURNING pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	l.exec(`INSERT INTO items VALUES (3, clock_timestamp(), 'after the open transaction began', 1)`)
+	res := l.mustExport(opts)
+	if res.Commit.ToBound != "oldest_transaction" || res.Commit.Metrics.RowsBeyondTo != 1 {
+		t.Fatalf("bound %s (%s), %d rows beyond to", res.Commit.ToBound, res.Commit.ToBoundDetail, res.Commit.Metrics.RowsBeyondTo)
+	}
+	warned := strings.Join(res.Warnings, "\n")
+	if !strings.Contains(warned, fmt.Sprintf("pid %d", pid)) || strings.Contains(warned, "future") {
+		t.Fatalf("the warning does not name the open transaction (pid %d):\n%s", pid, warned)
+	}
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	l.mustExport(opts)
+	if got := scalar(t, l.query("SELECT string_agg(DISTINCT id::varchar, ',' ORDER BY id::varchar) FROM lake")); got != "1,2,3" {
+		t.Fatalf("lake holds %s", got)
+	}
+}

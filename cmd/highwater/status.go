@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -28,6 +29,11 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
+
+	// ToBound says what fixed to, and its detail what the bound could not
+	// see (a role without pg_read_all_stats, a replica).
+	ToBound       string `json:"to_bound,omitempty"`
+	ToBoundDetail string `json:"to_bound_detail,omitempty"`
 }
 
 func cmdStatus(ctx context.Context, env *environment, args []string) error {
@@ -60,7 +66,8 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 		err := log.History(ctx, func(c *manifest.Commit) error {
 			n++
 			l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-				RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
+				RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
+				ToBound: c.ToBound, ToBoundDetail: c.ToBoundDetail}
 			if c.Interval != nil {
 				l.From, l.To = c.Interval.From, &c.Interval.To
 			}
@@ -84,7 +91,7 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tFROM\tTO\tWATERMARK\tFILES\tROWS\tWARNINGS")
+	fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tWARNINGS")
 	for _, l := range lines {
 		rows := int64(0)
 		if l.Metrics != nil {
@@ -94,8 +101,8 @@ func cmdStatus(ctx context.Context, env *environment, args []string) error {
 		if l.Removed > 0 {
 			files += fmt.Sprintf(" -%d", l.Removed)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", l.Model, l.Seq, l.Committed, l.Kind,
-			deref(l.From), deref(l.To), deref(l.Watermark), files, rows, len(l.Warnings))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", l.Model, l.Seq, l.Committed, l.Kind,
+			deref(l.From), deref(l.To), cmp.Or(l.ToBound, "-"), deref(l.Watermark), files, rows, len(l.Warnings))
 	}
 	return tw.Flush()
 }
