@@ -261,6 +261,12 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 		if t.ModKind == pgsource.ModTimestamp {
 			from = r.widenForFallBack(tz, from, time.UnixMicro(bound.Now))
 		}
+		if t.ModKind == pgsource.ModDate && bound.WatermarkMod < from {
+			// The bound's day can still receive rows, whatever an older
+			// version (whose date watermark was the end of the day) or a
+			// clock stepped back committed.
+			from = bound.WatermarkMod
+		}
 		f := pgsource.FormatMod(t.ModKind, from)
 		p.Interval = manifest.Interval{From: &f, To: bound.To}
 		if bound.WatermarkMod < wm {
