@@ -155,6 +155,9 @@ type Interval struct {
 	// IncludeNull: rows whose modified-at is NULL are read too (first run and
 	// full refresh).
 	IncludeNull bool `json:"include_null,omitempty"`
+	// IncludeBeyondTo: rows stamped at or after To are read too (a full
+	// refresh, which replaces every earlier file, reads every stamp).
+	IncludeBeyondTo bool `json:"include_beyond_to,omitempty"`
 }
 
 // Cursor is a position in (modified_at, pk...) order.
@@ -233,6 +236,13 @@ type Plan struct {
 	ToBound       string  `json:"to_bound"`
 	ToBoundDetail string  `json:"to_bound_detail,omitempty"`
 	PrevWatermark *string `json:"previous_watermark"`
+	// Watermark is what the run commits as the watermark when it is not
+	// Interval.To: a date column is read to the end of the bound's day, but
+	// that day can still receive rows.
+	Watermark string `json:"watermark,omitempty"`
+	// Warnings say what the upper bound could not protect; every attempt
+	// of the run repeats them.
+	Warnings []string `json:"warnings,omitempty"`
 	// FromFloor is the start of a transaction still open when the run was
 	// planned but older than the upper bound's cap: the next run's from stays
 	// at or below it until the transaction ends.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,6 +32,11 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
+
+	// ToBound says what fixed to, and its detail what the bound could not
+	// see (a role without pg_read_all_stats, a replica).
+	ToBound       string `json:"to_bound,omitempty"`
+	ToBoundDetail string `json:"to_bound_detail,omitempty"`
 }
 
 func cmdStatus(env *environment) *cobra.Command {
@@ -75,7 +81,8 @@ object per commit per line (docs/cli.md describes its fields).`,
 			err := log.History(ctx, func(c *manifest.Commit) error {
 				n++
 				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
+					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
+					ToBound: c.ToBound, ToBoundDetail: c.ToBoundDetail}
 				if c.Interval != nil {
 					l.From, l.To = c.Interval.From, &c.Interval.To
 				}
@@ -184,9 +191,9 @@ func lastCommits(lines []statusLine, n int) []statusLine {
 func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if wide {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
 	} else {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
 	}
 	for i, l := range lines {
 		var rows, size int64
@@ -202,11 +209,11 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 			model = ""
 		}
 		if wide {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
-				deref(l.From), deref(l.To), deref(l.Watermark), files, rows, size, len(l.Warnings))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
+				deref(l.From), deref(l.To), cmp.Or(l.ToBound, "-"), deref(l.Watermark), files, rows, size, len(l.Warnings))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind, cmp.Or(l.ToBound, "-"),
 			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
 	}
 	return tw.Flush()
