@@ -193,7 +193,7 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 	if wide {
 		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
 	} else {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
 	}
 	for i, l := range lines {
 		var rows, size int64
@@ -213,10 +213,41 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 				deref(l.From), deref(l.To), cmp.Or(l.ToBound, "-"), deref(l.Watermark), files, rows, size, len(l.Warnings))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind, cmp.Or(l.ToBound, "-"),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
 			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wide {
+		return boundNotes(w, lines)
+	}
+	return nil
+}
+
+// boundNotes says, below the narrow table, which commits' upper bound was
+// not the plain clock: the open-transaction bound held back or blind. The
+// table leaves the column out to fit; --wide shows it per commit.
+func boundNotes(w io.Writer, lines []statusLine) error {
+	type key struct{ model, bound string }
+	counts := map[key]int{}
+	var order []key
+	for _, l := range lines {
+		if l.ToBound == "" || l.ToBound == "clock" || l.ToBound == "window" {
+			continue
+		}
+		k := key{l.Model, l.ToBound}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	for _, k := range order {
+		if _, err := fmt.Fprintf(w, "note: %s: %d commits with upper bound %s (status --wide, or --json for why)\n", k.model, counts[k], k.bound); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shortStamp drops the sub-second digits of a watermark: the table shows
