@@ -65,7 +65,10 @@ only the buckets that new rows touch.`,
 		}
 		defer d.Close()
 		start := time.Now()
+		var stop func()
+		opts.Progress, stop = env.showProgress(lake.model, countRows)
 		res, err := dedupe.Run(ctx, d, opts)
+		stop()
 		if err != nil {
 			return err
 		}

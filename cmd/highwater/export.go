@@ -184,7 +184,10 @@ does not undo the commits of the others (the last line names the models that com
 				return err
 			}
 			start := time.Now()
+			var stop func()
+			o.Progress, stop = env.showProgress(o.Model, countRows)
 			res, err := export.Run(ctx, src, d, o)
+			stop()
 			d.Close()
 			if err != nil {
 				if len(runs) == 1 {

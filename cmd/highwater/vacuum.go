@@ -36,8 +36,10 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			return err
 		}
 		defer d.Close()
+		pr, stop := env.showProgress(lake.model, countObjects)
 		res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-			Logger: env.logger, Failpoint: env.failpoint()})
+			Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
+		stop()
 		if err != nil {
 			return err
 		}
