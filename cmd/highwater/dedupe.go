@@ -32,6 +32,7 @@ only the buckets that new rows touch.`,
 		lookback   = fs.Duration("lookback", 0, "keep tombstones this far below the watermark (default: the last export's lookback, else 30s)")
 		tempDir    = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
 		compress   = fs.String("compression", "zstd", "Parquet page `codec` of the output: zstd, snappy, gzip or none")
+		asJSON     = fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
 	)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -72,6 +73,12 @@ only the buckets that new rows touch.`,
 		if err != nil {
 			return err
 		}
+		for _, w := range res.Warnings {
+			env.logger.Warn(w)
+		}
+		if *asJSON {
+			return writeJSON(env.stdout, newDedupeJSON(lake.model, res, time.Since(start)))
+		}
 		if res.Commit == nil {
 			fmt.Fprintf(env.stdout, "%s: nothing to do: %s\n", lake.model, res.Reason)
 			return nil
@@ -82,9 +89,6 @@ only the buckets that new rows touch.`,
 		}
 		fmt.Fprintf(env.stdout, "%s: committed seq %d (dedupe, %s): %d rows in %d files -> %d rows in %d files (%d bytes), %.1fs\n",
 			lake.model, res.Commit.Seq, how, res.InputRows, res.InputFiles, res.OutputRows, res.OutputFiles, res.OutputBytes, time.Since(start).Seconds())
-		for _, w := range res.Warnings {
-			env.logger.Warn(w)
-		}
 		return nil
 	}
 	return cmd

@@ -62,6 +62,7 @@ does not undo the commits of the others (the last line names the models that com
 		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
+		asJSON      = fs.Bool("json", false, "print one JSON object per model per line (docs/cli.md)")
 	)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -189,6 +190,11 @@ does not undo the commits of the others (the last line names the models that com
 			res, err := export.Run(ctx, src, d, o)
 			stop()
 			d.Close()
+			if *asJSON {
+				if err := writeJSON(env.stdout, newExportJSON(o.Model, res, err)); err != nil {
+					return err
+				}
+			}
 			if err != nil {
 				if len(runs) == 1 {
 					return err
@@ -201,6 +207,9 @@ does not undo the commits of the others (the last line names the models that com
 				continue
 			}
 			done = append(done, o.Model)
+			if *asJSON {
+				continue
+			}
 			c := res.Commit
 			fmt.Fprintf(env.stdout, "%s: committed seq %d (%s), %d rows in %d files, watermark %s, %.1fs\n",
 				o.Model, c.Seq, c.Kind, c.Metrics.RowsTransferred, len(c.Added), deref(c.Watermark), time.Since(start).Seconds())

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -31,6 +32,14 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
+	// ToBound is what fixed to (clock, oldest_transaction, replay, window,
+	// ...); null for commits that read no interval.
+	ToBound *string `json:"to_bound"`
+	// DurationSeconds is the run's time from its plan to this commit; null
+	// when the commit has no plan (vacuum) or the plan is gone.
+	DurationSeconds *float64 `json:"duration_seconds"`
+	planned         bool
+	committed       time.Time
 }
 
 func cmdStatus(env *environment) *cobra.Command {
@@ -79,6 +88,9 @@ object per commit per line (docs/cli.md describes its fields).`,
 				if c.Interval != nil {
 					l.From, l.To = c.Interval.From, &c.Interval.To
 				}
+				l.ToBound = nonEmpty(c.ToBound)
+				l.planned = c.RunID != ""
+				l.committed = c.Committed
 				lines = append(lines, l)
 				return nil
 			})
@@ -98,6 +110,13 @@ object per commit per line (docs/cli.md describes its fields).`,
 		if *asJSON {
 			enc := json.NewEncoder(env.stdout)
 			for _, l := range lines {
+				// A plan read per commit, only for --json: the table
+				// does not show durations.
+				if l.planned {
+					if p, err := manifest.NewLog(d, l.Model).ReadPlan(ctx, l.RunID); err == nil {
+						l.DurationSeconds = runDuration(p.Created, l.committed)
+					}
+				}
 				if err := enc.Encode(l); err != nil {
 					return err
 				}
