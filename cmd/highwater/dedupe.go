@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,7 @@ only the buckets that new rows touch.`,
 		tempDir    = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
 		compress   = fs.String("compression", "zstd", "Parquet page `codec` of the output: zstd, snappy, gzip or none")
 		asJSON     = fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
+		metricsOut = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 	)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -60,6 +62,9 @@ only the buckets that new rows touch.`,
 		if err := opts.Validate(); err != nil {
 			return usageErr("%v", err)
 		}
+		if err := checkMetricsFile(*metricsOut); err != nil {
+			return err
+		}
 		d, err := lake.open(ctx, true)
 		if err != nil {
 			return err
@@ -70,6 +75,15 @@ only the buckets that new rows touch.`,
 		opts.Progress, stop = env.showProgress(lake.model, countRows)
 		res, err := dedupe.Run(ctx, d, opts)
 		stop()
+		if *metricsOut != "" {
+			fig := runFigures{model: lake.model, failed: err != nil}
+			if err == nil && res.Commit != nil {
+				fig.commit, fig.duration = res.Commit, time.Since(start)
+			}
+			if werr := writeMetricsFile(*metricsOut, "dedupe", []runFigures{fig}); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
 		if err != nil {
 			return err
 		}
