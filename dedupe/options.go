@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/internal/progress"
 )
 
 // Defaults of Options.
@@ -47,6 +48,9 @@ type Options struct {
 	Build formats.Build
 
 	Logger *slog.Logger
+	// Progress, when set, counts the input rows read (of the inputs'
+	// rows) and the output files written, for a display on a terminal.
+	Progress *progress.Counter
 	// Failpoint, when set, is called at named points of the run
 	// ("dedupe-before-commit", "dedupe-after-commit"). A test makes it
 	// kill the process, or panic, there.

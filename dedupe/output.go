@@ -12,6 +12,7 @@ import (
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -37,6 +38,7 @@ type outputs struct {
 	files     []manifest.File
 	bytesOut  int64
 	rowsOut   int64
+	progress  *progress.Counter
 	part      *outPart
 	batch     []parquet.Row
 	batchData []byte
@@ -193,6 +195,7 @@ func (o *outputs) closePart() error {
 	o.files = append(o.files, p.file)
 	o.bytesOut += p.n
 	o.rowsOut += p.file.Rows
+	o.progress.AddFile(p.n)
 	return nil
 }
 

@@ -411,6 +411,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 				}
 			}
 			stats.inputRows += int64(len(batch.buckets))
+			r.opts.Progress.Add(int64(len(batch.buckets)))
 			batch.reset()
 			return nil
 		}
@@ -448,6 +449,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			firstErr error
 			failed   atomic.Bool
 		)
+		for _, j := range jobs {
+			r.opts.Progress.AddTotal(j.f.Rows)
+		}
 		for range max(1, min(r.workers(), len(jobs))) {
 			wg.Add(1)
 			go func() {
@@ -508,7 +512,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var seq atomic.Int64
 	outs := make([]*outputs, workers)
 	for i := range outs {
-		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
+		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
 			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
 				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}

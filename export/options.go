@@ -6,6 +6,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"log/slog"
 	"time"
 
@@ -69,6 +70,9 @@ type Options struct {
 	Build formats.Build
 
 	Logger *slog.Logger
+	// Progress, when set, counts the rows and files of the run as they are
+	// written, for a display on a terminal.
+	Progress *progress.Counter
 	// Failpoint, when set, is called at named points of the run; a test
 	// makes it kill the process there.
 	Failpoint func(name string)

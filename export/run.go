@@ -118,6 +118,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	r.opts.Failpoint("after-plan")
+	r.startProgress(ctx)
 	metrics, files, err := r.extract(ctx)
 	if err != nil {
 		return nil, err
@@ -578,6 +579,7 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 			return err
 		}
 		r.opts.Failpoint("after-checkpoint")
+		r.opts.Progress.AddFile(f.Bytes)
 		files = append(files, f)
 		r.logger.Info("file written", "key", f.Key, "rows", f.Rows, "bytes", f.Bytes)
 		return nil
@@ -595,6 +597,7 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 			return files, metrics, err
 		}
 		partMetrics.Add(b.metrics)
+		r.opts.Progress.Add(b.metrics.RowsTransferred)
 		free <- b
 		if part.expectedSize() >= r.opts.TargetFileBytes {
 			if err := closePart(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -32,11 +32,17 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
-
-	// ToBound says what fixed to, and its detail what the bound could not
-	// see (a role without pg_read_all_stats, a replica).
-	ToBound       string `json:"to_bound,omitempty"`
+	// ToBound is what fixed to (clock, oldest_transaction, replay, window,
+	// ...); null for commits that read no interval.
+	ToBound *string `json:"to_bound"`
+	// DurationSeconds is the run's time from its plan to this commit; null
+	// when the commit has no plan (vacuum) or the plan is gone.
+	// ToBoundDetail says what the bound could not see (a role without
+	// pg_read_all_stats, a replica) or which transaction held it back.
 	ToBoundDetail string `json:"to_bound_detail,omitempty"`
+	DurationSeconds *float64 `json:"duration_seconds"`
+	planned         bool
+	committed       time.Time
 }
 
 func cmdStatus(env *environment) *cobra.Command {
@@ -82,10 +88,13 @@ object per commit per line (docs/cli.md describes its fields).`,
 				n++
 				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
 					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
-					ToBound: c.ToBound, ToBoundDetail: c.ToBoundDetail}
+					ToBoundDetail: c.ToBoundDetail}
 				if c.Interval != nil {
 					l.From, l.To = c.Interval.From, &c.Interval.To
 				}
+				l.ToBound = nonEmpty(c.ToBound)
+				l.planned = c.RunID != ""
+				l.committed = c.Committed
 				lines = append(lines, l)
 				return nil
 			})
@@ -105,6 +114,13 @@ object per commit per line (docs/cli.md describes its fields).`,
 		if *asJSON {
 			enc := json.NewEncoder(env.stdout)
 			for _, l := range lines {
+				// A plan read per commit, only for --json: the table
+				// does not show durations.
+				if l.planned {
+					if p, err := manifest.NewLog(d, l.Model).ReadPlan(ctx, l.RunID); err == nil {
+						l.DurationSeconds = runDuration(p.Created, l.committed)
+					}
+				}
 				if err := enc.Encode(l); err != nil {
 					return err
 				}
@@ -210,7 +226,7 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 		}
 		if wide {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
-				deref(l.From), deref(l.To), cmp.Or(l.ToBound, "-"), deref(l.Watermark), files, rows, size, len(l.Warnings))
+				deref(l.From), deref(l.To), boundOf(l), deref(l.Watermark), files, rows, size, len(l.Warnings))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
@@ -225,6 +241,14 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 	return nil
 }
 
+// boundOf is what fixed the commit's to, or "-" when it read no interval.
+func boundOf(l statusLine) string {
+	if l.ToBound == nil {
+		return "-"
+	}
+	return *l.ToBound
+}
+
 // boundNotes says, below the narrow table, which commits' upper bound was
 // not the plain clock: the open-transaction bound held back or blind. The
 // table leaves the column out to fit; --wide shows it per commit.
@@ -233,10 +257,11 @@ func boundNotes(w io.Writer, lines []statusLine) error {
 	counts := map[key]int{}
 	var order []key
 	for _, l := range lines {
-		if l.ToBound == "" || l.ToBound == "clock" || l.ToBound == "window" {
+		bound := deref(l.ToBound)
+		if l.ToBound == nil || bound == "clock" || bound == "window" {
 			continue
 		}
-		k := key{l.Model, l.ToBound}
+		k := key{l.Model, bound}
 		if counts[k] == 0 {
 			order = append(order, k)
 		}
