@@ -267,6 +267,10 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
 	res.TombstonesDropped, res.SortRuns = stats.dropped, stats.sortRuns
+	if msg := r.budget.tooWide(stats.widest, r.workers()); msg != "" {
+		r.logger.Warn(msg)
+		res.Warnings = append(res.Warnings, msg)
+	}
 
 	r.opts.Failpoint("dedupe-before-commit")
 	c, again, err := r.commit(ctx, w, p, out.files, stats.inputs, res)
@@ -358,6 +362,7 @@ type rewriteStats struct {
 	touched    int
 	dropped    int64
 	sortRuns   int
+	widest     int64 // the largest row, encoded
 }
 
 // rewrite partitions the fresh files' rows by bucket, adds the existing
@@ -417,9 +422,12 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		}
 		base := uint64(w.order[f.Key]) << 36
 		var n uint64
+		var widest int
 		err = in.eachRow(ctx, func(row parquet.Row) error {
 			var h uint64
+			before := len(batch.data)
 			batch.data, h = enc.encode(batch.data, row, base|n)
+			widest = max(widest, len(batch.data)-before)
 			n++
 			b := w.layout.bucketOf(h)
 			if want >= 0 && b != want {
@@ -435,6 +443,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		if err != nil {
 			return err
 		}
+		mu.Lock()
+		stats.widest = max(stats.widest, int64(widest))
+		mu.Unlock()
 		return flush()
 	}
 	type job struct {
