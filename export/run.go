@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
@@ -398,6 +400,8 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		free <- &batch{}
 	}
 	const batchRows = 1024
+	batchBytes := max(r.opts.RowGroupBytes/8, 1<<20)
+	warnedWide := false
 	readErr := make(chan error, 1)
 	readDone := make(chan struct{})
 	// The reader shares the source connection with whoever runs next, so it
@@ -464,8 +468,14 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					return fmt.Errorf("convert row: %w", err)
 				}
 				b.rows = append(b.rows, pr)
+				var raw int64
 				for _, v := range row.Values {
-					b.raw += int64(len(v)) + 4
+					raw += int64(len(v)) + 4
+				}
+				b.raw += raw
+				if raw > r.opts.RowGroupBytes && !warnedWide {
+					warnedWide = true
+					r.warnf("a row of %s is larger than the row-group size of %s: a row is never split, so the export holds several copies of it in memory at once", humanize.IBytes(uint64(raw)), humanize.IBytes(uint64(r.opts.RowGroupBytes)))
 				}
 				m := &b.metrics
 				m.RowsTransferred++
@@ -486,7 +496,9 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					}
 				}
 				lastMod, lastNull = row.Mod, row.ModNull
-				if len(b.rows) == batchRows {
+				// A batch is bounded by bytes as well as rows, so that wide
+				// rows do not hold a thousand of themselves in flight.
+				if len(b.rows) == batchRows || b.raw >= batchBytes {
 					return send(row)
 				}
 				return nil
