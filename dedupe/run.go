@@ -525,8 +525,8 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	for i := range outs {
 		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
-			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
-				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
+			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
+				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
 		if len(stats.inputs) > 0 {
 			o.schemaID = stats.inputs[0].SchemaID
 		}

@@ -33,7 +33,7 @@ type runner struct {
 	dest    *destination.Destination
 	log     *manifest.Log
 	table   *pgsource.Table
-	mapping formats.Mapping
+	mapping *formats.Mapping
 	codec   compress.Codec // shared by the run's files: it holds zstd's history
 	schema  *manifest.Schema
 	id      manifest.Identity
@@ -604,14 +604,14 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 				return files, metrics, err
 			}
 		}
-		if err := part.write(b, &r.opts); err != nil {
+		if err := part.write(b); err != nil {
 			part.abort()
 			return files, metrics, err
 		}
 		partMetrics.Add(b.metrics)
 		r.opts.Progress.Add(b.metrics.RowsTransferred)
 		free <- b
-		if part.expectedSize() >= r.opts.TargetFileBytes {
+		if part.fw.EstimatedSize() >= r.opts.TargetFileBytes {
 			if err := closePart(); err != nil {
 				return files, metrics, err
 			}
@@ -636,14 +636,14 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 func (r *runner) fileMetadata() map[string]string {
 	p := r.plan
 	return map[string]string{
-		"highwater.model":          r.opts.Model,
-		"highwater.run_id":         p.RunID,
-		"highwater.attempt_id":     r.attempt,
-		"highwater.kind":           p.Kind,
-		"highwater.interval.from":  deref(p.Interval.From),
-		"highwater.interval.to":    p.Interval.To,
-		"highwater.schema_id":      r.schema.ID,
-		"highwater.format_version": fmt.Sprint(manifest.FormatVersion),
+		manifest.MetaModel:         r.opts.Model,
+		manifest.MetaRunID:         p.RunID,
+		manifest.MetaAttemptID:     r.attempt,
+		manifest.MetaKind:          p.Kind,
+		manifest.MetaIntervalFrom:  deref(p.Interval.From),
+		manifest.MetaIntervalTo:    p.Interval.To,
+		manifest.MetaSchemaID:      r.schema.ID,
+		manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion),
 	}
 }
 
