@@ -100,8 +100,8 @@ func TestDiscoverColumns(t *testing.T) {
 		return c
 	}
 	price := col("price")
-	if price.oid != pgtype.NumericOID || price.typtype != 'b' || price.typeName != "positive_money" || !price.notNull {
-		t.Errorf("price: %+v, want numeric resolved from the domain positive_money, not null", price)
+	if price.oid != pgtype.NumericOID || price.typtype != 'b' || price.typeName != "public.positive_money" || !price.notNull {
+		t.Errorf("price: %+v, want numeric resolved from the domain public.positive_money (type names are schema-qualified), not null", price)
 	}
 	if !holds(t, conn, "format_type($1, $2) = 'numeric(12,2)'", price.oid, price.typmod) {
 		t.Errorf("price: typmod %d is not the domain's numeric(12,2)", price.typmod)
@@ -126,7 +126,7 @@ func TestDiscoverColumns(t *testing.T) {
 // TestDiscoverModifiedAtKinds checks each type that can order changes, a
 // domain over one, and a type that cannot.
 func TestDiscoverModifiedAtKinds(t *testing.T) {
-	src, _ := open(t, `CREATE DOMAIN stamp AS timestamptz`)
+	src, db := open(t, `CREATE DOMAIN stamp AS timestamptz`)
 	for _, tc := range []struct {
 		typ  string
 		kind pgsource.ModKind
@@ -141,9 +141,8 @@ func TestDiscoverModifiedAtKinds(t *testing.T) {
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			table := "m_" + strings.NewReplacer("(", "", ")", "").Replace(tc.typ)
-			if _, err := src.Conn().Exec(t.Context(), "CREATE TABLE "+table+" (id int PRIMARY KEY, m "+tc.typ+")"); err != nil {
-				t.Fatal(err)
-			}
+			// The source's own session is read-only.
+			pgtest.Exec(t, db, "CREATE TABLE "+table+" (id int PRIMARY KEY, m "+tc.typ+")")
 			tab, err := src.Discover(t.Context(), pgsource.Spec{Table: table, PrimaryKey: []string{"id"}, ModifiedAt: "m"})
 			if tc.bad {
 				if !errors.Is(err, pgsource.ErrBadModel) || !strings.Contains(err.Error(), "cannot order changes") {
