@@ -41,6 +41,10 @@ type Bound struct {
 	// the next run's from must stay at or below it (Commit.FromFloor)
 	// until it ends, or its rows are lost if it ever commits.
 	StuckSince *string
+	// Prepared: a prepared transaction of the database is open. Its rows
+	// carry its start, which is before its PREPARE and recorded nowhere,
+	// so this bound cannot say how far back they reach.
+	Prepared bool
 }
 
 // DefaultStuckCap is how long an open transaction may hold the bound back
@@ -101,7 +105,8 @@ SELECT c.now,
 	CASE WHEN pg_is_in_recovery() THEN pg_last_xact_replay_timestamp() END,
 	(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
 	current_user,
-	(SELECT count(*) FROM untracked), (SELECT min(who) FROM untracked)
+	(SELECT count(*) FROM untracked), (SELECT min(who) FROM untracked),
+	EXISTS (SELECT FROM prep)
 FROM c`
 
 // UpperBoundWith computes the run's upper bound: the server's clock,
@@ -123,13 +128,14 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		user                                   string
 		untracked                              int64
 		untrackedWho                           *string
+		prepared                               bool
 	)
 	err := s.conn.QueryRow(ctx, boundSQL, fmt.Sprintf("%d microseconds", o.StuckCap.Microseconds())).Scan(
-		&now, &oldest, &oldestWho, &stuck, &stuckWho, &prep, &prepGID, &prepStuck, &stuckGID, &replica, &replay, &privileged, &user, &untracked, &untrackedWho)
+		&now, &oldest, &oldestWho, &stuck, &stuckWho, &prep, &prepGID, &prepStuck, &stuckGID, &replica, &replay, &privileged, &user, &untracked, &untrackedWho, &prepared)
 	if err != nil {
 		return Bound{}, s.classify("read the source clock and open transactions", err)
 	}
-	b := Bound{Now: now.UnixMicro(), Kind: "clock", Replica: replica}
+	b := Bound{Now: now.UnixMicro(), Kind: "clock", Replica: replica, Prepared: prepared && !o.ClockOnly}
 	to := now
 	lower := func(ts *time.Time, kind, detail string) {
 		if ts != nil && ts.Before(to) {
