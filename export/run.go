@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -297,6 +298,20 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 		p.Interval = manifest.Interval{From: &f, To: bound.To}
 		if bound.WatermarkMod < wm {
 			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.Watermark, *st.Watermark)
+		}
+	}
+	if bound.Prepared && kind != manifest.KindBackfill {
+		// A prepared transaction stamped its rows at its start, before its
+		// PREPARE, which is all the bound sees of it. It was not prepared
+		// yet when the run before the first that saw it was planned, so
+		// that run's bound was at or below its start: from stays at or below
+		// this run's from until no prepared transaction is left.
+		floor := pgsource.FormatMod(t.ModKind, math.MinInt64)
+		if p.Interval.From != nil {
+			floor = *p.Interval.From
+		}
+		if p.FromFloor == nil || r.below(floor, *p.FromFloor) {
+			p.FromFloor = &floor
 		}
 	}
 	for _, w := range p.Warnings {
@@ -698,6 +713,14 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
 		return c, st, nil
 	}
+}
+
+// below reports whether the literal a lies before b; unreadable literals
+// never do.
+func (r *runner) below(a, b string) bool {
+	am, err1 := pgsource.ParseMod(r.table.ModKind, a)
+	bm, err2 := pgsource.ParseMod(r.table.ModKind, b)
+	return err1 == nil && err2 == nil && am < bm
 }
 
 // advance returns the watermark after a run to to: never backwards.

@@ -344,8 +344,8 @@ func TestUpperBound(t *testing.T) {
 			if b.Kind != "oldest_transaction" {
 				t.Errorf("open transaction: kind %q (%s), want oldest_transaction", b.Kind, b.Detail)
 			}
-			if !holds(t, conn, "$2::text IS NOT NULL AND $3::text::"+tc.typ+" = "+tc.in, started, tz, b.To) {
-				t.Errorf("open transaction: bound %s is not the start %s of the open transaction", b.To, started)
+			if !holds(t, conn, "$2::text IS NOT NULL AND $3::text::"+tc.typ+" = "+tc.in, started, tz, b.Watermark) {
+				t.Errorf("open transaction: bound %s is not the start %s of the open transaction", b.Watermark, started)
 			}
 			if b.StuckSince != nil {
 				t.Errorf("a transaction younger than the cap is reported stuck since %s", *b.StuckSince)
