@@ -212,6 +212,12 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 			r.logger.Info("not resuming a run written under another schema", "run", id)
 			return false, nil
 		}
+		if p.Kind == manifest.KindFullRefresh {
+			// Plans of builds before include_beyond_to read up to their
+			// to only; a full refresh replaces every earlier file, so the
+			// rest of this one reads every stamp as a new plan would.
+			p.Interval.IncludeBeyondTo = true
+		}
 		r.plan, r.chain = p, chain
 		r.logger.Info("resuming run", "run", id, "files_done", len(chain), "to", p.Interval.To)
 		for _, w := range p.Warnings {
