@@ -27,6 +27,7 @@ bench: deps build
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) mod tidy -diff
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"time"
+
+	"github.com/highwater-dev/highwater/formats"
 )
 
 // Defaults of Options.
@@ -41,6 +43,8 @@ type Options struct {
 	// Buckets forces the number of key-hash buckets of a new layout; 0
 	// chooses it from the data size.
 	Buckets int
+	// Build is named in the created_by of every output file.
+	Build formats.Build
 
 	Logger *slog.Logger
 	// Failpoint, when set, is called at named points of the run

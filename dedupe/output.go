@@ -27,6 +27,7 @@ type outputs struct {
 	schemaID  string
 	codec     compress.Codec
 	kv        map[string]string
+	build     formats.Build
 	runID     string
 	attempt   string
 	seq       *atomic.Int64 // numbers the files of all workers
@@ -44,7 +45,7 @@ type outputs struct {
 
 type outPart struct {
 	file     manifest.File
-	w        *parquet.GenericWriter[any]
+	w        formats.FileWriter
 	pipe     *io.PipeWriter
 	sum      hash.Hash
 	n        int64
@@ -85,7 +86,8 @@ func (o *outputs) add(bucket int, rec []byte) error {
 	o.batchRecs = append(o.batchRecs, len(o.batchData))
 	o.batchData = append(o.batchData, recRow(rec)...)
 	p.rawInRG += int64(len(recRow(rec)))
-	if len(o.batchRecs) == batchRows {
+	// Wide rows end a batch early: 256 rows of 50 MB would be 12 GB.
+	if len(o.batchRecs) == batchRows || int64(len(o.batchData)) >= o.rowGroup {
 		return o.flushBatch()
 	}
 	return nil
@@ -122,7 +124,7 @@ func (o *outputs) flushBatch() error {
 			return fmt.Errorf("write %s: %w", p.file.Key, err)
 		}
 		p.rawInRG = 0
-		if p.w.Size() >= o.target {
+		if p.n >= o.target {
 			return o.closePart()
 		}
 	}
@@ -141,22 +143,16 @@ func (o *outputs) open(bucket int) error {
 		pr.CloseWithError(fmt.Errorf("upload ended: %v", err))
 		p.done <- err
 	}()
-	opts := []parquet.WriterOption{
-		o.schema,
-		parquet.Compression(o.codec),
-		parquet.CreatedBy("highwater", "dev", ""),
-		parquet.KeyValueMetadata(formats.SparkVersionKey, formats.SparkVersionValue),
-		parquet.KeyValueMetadata("highwater.bucket", fmt.Sprint(bucket)),
-	}
+	kv := map[string]string{"highwater.bucket": fmt.Sprint(bucket)}
 	for k, v := range o.kv {
-		opts = append(opts, parquet.KeyValueMetadata(k, v))
+		kv[k] = v
 	}
-	cfg, err := parquet.NewWriterConfig(opts...)
+	w, err := formats.NewSchemaWriter(p, o.schema, formats.WriterOptions{Codec: o.codec, KeyValue: kv, Build: o.build})
 	if err != nil {
 		p.abort()
 		return fmt.Errorf("start %s: %w", key, err)
 	}
-	p.w = parquet.NewGenericWriter[any](p, cfg)
+	p.w = w
 	o.part = p
 	return nil
 }

@@ -508,7 +508,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var seq atomic.Int64
 	outs := make([]*outputs, workers)
 	for i := range outs {
-		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq,
+		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
 			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
 				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}

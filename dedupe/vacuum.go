@@ -70,7 +70,13 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 	}
 	logger := opts.Logger.With("model", opts.Model)
 	log := manifest.NewLog(dest, opts.Model)
-	st, err := log.ReadState(ctx)
+	// Vacuum deletes what the state does not name, so it folds the log
+	// itself: a state checkpoint that lost a file would have it deleted.
+	var history []commitInfo
+	st, err := log.Fold(ctx, func(c *manifest.Commit) error {
+		history = append(history, commitInfo{kind: c.Kind, runID: c.RunID, removes: len(c.Removed) > 0, committed: c.Committed})
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read the state of %s: %w", opts.Model, err)
 	}
@@ -78,13 +84,6 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		return nil, fmt.Errorf("vacuum %s: %w", opts.Model, ErrNoState)
 	}
 	cutoff := opts.Now().Add(-opts.OlderThan)
-	var history []commitInfo
-	if err := log.History(ctx, func(c *manifest.Commit) error {
-		history = append(history, commitInfo{kind: c.Kind, runID: c.RunID, removes: len(c.Removed) > 0, committed: c.Committed})
-		return nil
-	}); err != nil {
-		return nil, fmt.Errorf("read the log of %s: %w", opts.Model, err)
-	}
 	objects := map[string]int64{}
 	dataPrefix := log.Key("data") + "/"
 	if err := dest.List(ctx, dataPrefix, func(a objstore.Attrs) error {
@@ -225,7 +224,9 @@ func killedBy(p *manifest.Plan, history []commitInfo) int64 {
 // meanwhile is left out.
 func declareAbandoned(ctx context.Context, log *manifest.Log, declare []string, res *VacuumResult) (*manifest.State, error) {
 	for {
-		st, err := log.ReadState(ctx)
+		// Folded from the log for the same reason as in Vacuum: what
+		// this returns decides the deletions.
+		st, err := log.Fold(ctx, nil)
 		if err != nil {
 			return nil, fmt.Errorf("read the state of %s: %w", log.Model(), err)
 		}

@@ -53,7 +53,7 @@ func openPart(ctx context.Context, b objstore.Bucket, log *manifest.Log, key str
 		pr.CloseWithError(fmt.Errorf("upload ended: %v", err))
 		p.done <- err
 	}()
-	fw, err := formats.NewFileWriter(p, m, formats.WriterOptions{Codec: codec, RowGroupRows: opts.RowGroupRows, KeyValue: kv})
+	fw, err := formats.NewFileWriter(p, m, formats.WriterOptions{Codec: codec, RowGroupRows: opts.RowGroupRows, KeyValue: kv, Build: opts.Build})
 	if err != nil {
 		p.abort()
 		return nil, fmt.Errorf("start %s: %w", key, err)

@@ -26,7 +26,7 @@ import (
 )
 
 var (
-	pg  *pgtest.Server
+	pg  pgtest.Shared
 	bin string // the highwater binary, built once
 
 	// Tallies for the summary that TestMain prints.
@@ -41,24 +41,17 @@ var (
 	proxyFaults  = map[string]int64{}
 )
 
-// TestMain starts PostgreSQL and builds the binary once: the fault tests
-// kill real processes, which an in-process run cannot stand for.
+// TestMain builds the binary once (the fault tests kill real processes,
+// which an in-process run cannot stand for) and stops PostgreSQL, which
+// the first test that needs it starts.
 func TestMain(m *testing.M) {
-	srv, err := pgtest.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start PostgreSQL:", err)
-		os.Exit(1)
-	}
-	pg = srv
 	dir, err := os.MkdirTemp("", "highwater-faults-bin-*")
 	if err != nil {
-		srv.Stop()
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	bin = filepath.Join(dir, "highwater")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/highwater-dev/highwater/cmd/highwater").CombinedOutput(); err != nil {
-		srv.Stop()
 		os.RemoveAll(dir)
 		fmt.Fprintf(os.Stderr, "build highwater: %v\n%s", err, out)
 		os.Exit(1)
@@ -70,7 +63,7 @@ func TestMain(m *testing.M) {
 	}
 	fmt.Printf("faults summary: failpoints tried %d, stores %v, source faults %d, proxy faults %v, faults injected %d, rows compared %d, rows lost %d\n",
 		pointsTried.Load(), stores, sourceFaults.Load(), proxyFaults, faultsInjected.Load(), rowsCompared.Load(), rowsLost.Load())
-	srv.Stop()
+	pg.Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -292,7 +285,7 @@ func compare(t *testing.T, s store, model, db string) {
 // several files.
 func itemsSetup(t *testing.T, n int) string {
 	t.Helper()
-	return itemsSetupOn(t, pg, n)
+	return itemsSetupOn(t, pg.Server(t), n)
 }
 
 // exportArgs are the flags of an export of items to s.

@@ -27,7 +27,7 @@ const sourceFaultRows = 200_000
 // once the run has checkpointed two files: the export must fail with one
 // clear line, and a rerun must resume the same run and complete it.
 func TestSourceConnectionKilled(t *testing.T) {
-	db := itemsSetupOn(t, pg, sourceFaultRows)
+	db := itemsSetupOn(t, pg.Server(t), sourceFaultRows)
 	sourceFault(t, db, func() error {
 		// Every session of the binary connects with application_name
 		// highwater; the test's own session is excluded by pid.
@@ -53,11 +53,7 @@ func TestSourceServerRestarted(t *testing.T) {
 	if os.Getenv(pgtest.EnvURL) != "" {
 		t.Skipf("%s names an existing server, which the test may not restart", pgtest.EnvURL)
 	}
-	srv, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
+	srv := pgtest.Own(t)
 	db := itemsSetupOn(t, srv, sourceFaultRows)
 	sourceFault(t, db, srv.Restart)
 }

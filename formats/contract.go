@@ -87,7 +87,36 @@ type WriterOptions struct {
 	RowGroupRows int64 // flush a row group after this many rows
 	// KeyValue is written into the footer; Spark's version key is always added.
 	KeyValue map[string]string
+	// Build is named in the footer's created_by.
+	Build Build
 }
+
+// Build names the highwater that writes a file: the footer's created_by
+// says "highwater version <Version> (build <Revision>)", so a reader can
+// tell which release wrote it. The command passes its build info in; an
+// empty Version is written as "dev".
+type Build struct {
+	Version, Revision string
+}
+
+// CreatedBy is the writer option that records b in a footer, in the
+// form parquet-mr uses ("<app> version <v> (build <rev>)"), which readers
+// parse; parquet.CreatedBy leaves out the space before "(build".
+func (b Build) CreatedBy() parquet.WriterOption {
+	v := b.Version
+	if v == "" {
+		v = "dev"
+	}
+	s := "highwater version " + v
+	if b.Revision != "" {
+		s += " (build " + b.Revision + ")"
+	}
+	return createdBy(s)
+}
+
+type createdBy string
+
+func (c createdBy) ConfigureWriter(cfg *parquet.WriterConfig) { cfg.CreatedBy = string(c) }
 
 // FileWriter writes one Parquet file.
 type FileWriter interface {
@@ -105,5 +134,11 @@ type FileWriter interface {
 
 // NewFileWriter starts a Parquet file on w with the mapping's schema.
 func NewFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, error) {
-	return newFileWriter(w, m, opts)
+	return newFileWriter(w, m.Schema(), opts)
+}
+
+// NewSchemaWriter starts a Parquet file on w with a schema read from
+// earlier files, as compaction rewrites them.
+func NewSchemaWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (FileWriter, error) {
+	return newFileWriter(w, schema, opts)
 }

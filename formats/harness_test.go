@@ -15,14 +15,9 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-var srv *pgtest.Server
+var srv pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &srv)) }
-
-// sessionSQL pins the settings that shape PostgreSQL's text output, which the
-// tests use as the expected values.
-const sessionSQL = `SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'iso_8601';
-SET extra_float_digits = 3; SET bytea_output = 'hex'`
 
 func connect(t testing.TB, url string) *pgx.Conn {
 	t.Helper()
@@ -32,8 +27,11 @@ func connect(t testing.TB, url string) *pgx.Conn {
 		t.Fatalf("connect: %v", err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, sessionSQL); err != nil {
-		t.Fatalf("session settings: %v", err)
+	// The session the exporter runs in: the expected text forms depend on it.
+	for k, v := range SessionSettings() {
+		if _, err := conn.Exec(ctx, "SELECT pg_catalog.set_config($1, $2, false)", k, v); err != nil {
+			t.Fatalf("session setting %s: %v", k, err)
+		}
 	}
 	return conn
 }
@@ -148,62 +146,84 @@ func exportTable(t testing.TB, conn *pgx.Conn, table string, cols []Column, opts
 
 // expectedCells reads PostgreSQL's own text of every value, ordered like
 // exportTable: a *string per scalar, a []*string per array (nil for NULL).
+// The values are requested in text format, so each is exactly what the
+// type's output function prints (what psql and COPY show), not what a cast
+// to text makes of it: inet::text adds a /32 that inet's output omits, and
+// xml::text keeps a declaration that xml's output drops. Array elements are
+// read one row each, for the same reason. money is the documented
+// exception: it is written as its numeric value.
 func expectedCells(t testing.TB, conn *pgx.Conn, table string, cols []Column) [][]any {
 	t.Helper()
 	exprs := make([]string, len(cols))
 	for i, c := range cols {
 		id := quoteIdent(c.Name)
-		elemMoney := c.ElemOID == oidMoney
 		switch {
 		case c.ElemOID != 0:
-			// generate_subscripts, not unnest: unnest expands composites.
-			x := id + "[hw_i]"
-			switch {
-			case elemMoney:
-				x += "::numeric::text"
-			case c.ElemOID == oidBpchar:
-				// ::text would strip the padding that is written
-			default:
-				x += "::text"
-			}
-			exprs[i] = fmt.Sprintf("CASE WHEN %s IS NULL THEN NULL ELSE ARRAY(SELECT %s FROM generate_subscripts(%s, 1) hw_i) END", id, x, id)
+			exprs[i] = "pg_catalog.cardinality(" + id + ")"
 		case c.TypeOID == oidMoney:
-			exprs[i] = id + "::numeric::text"
-		case c.TypeOID == oidBpchar:
-			exprs[i] = id
+			exprs[i] = id + "::numeric"
 		default:
-			exprs[i] = id + "::text"
+			exprs[i] = id
 		}
 	}
-	rows, err := conn.Query(context.Background(), "SELECT "+strings.Join(exprs, ", ")+" FROM "+table+" ORDER BY 1")
+	out := textRows(t, conn, "SELECT "+strings.Join(exprs, ", ")+" FROM "+table+" ORDER BY 1", len(cols))
+	for i, c := range cols {
+		if c.ElemOID == 0 {
+			continue
+		}
+		id := quoteIdent(c.Name)
+		elem := id + "[hw_i]"
+		if c.ElemOID == oidMoney {
+			elem += "::numeric"
+		}
+		// generate_subscripts, not unnest: unnest expands composites.
+		elems := textRows(t, conn, fmt.Sprintf("SELECT %s, %s FROM %s, pg_catalog.generate_subscripts(%s, 1) hw_i ORDER BY 1, hw_i",
+			quoteIdent(cols[0].Name), elem, table, id), 2)
+		for r, row := range out {
+			n := row[i]
+			if n == nil {
+				continue
+			}
+			count, err := strconv.Atoi(*n.(*string))
+			if err != nil {
+				t.Fatalf("cardinality of %s: %v", c.Name, err)
+			}
+			vals := make([]*string, 0, count)
+			for ; count > 0; count-- {
+				if len(elems) == 0 || *elems[0][0].(*string) != *out[r][0].(*string) {
+					t.Fatalf("elements of %s in row %d: fewer than its cardinality", c.Name, r)
+				}
+				v, _ := elems[0][1].(*string)
+				vals = append(vals, v)
+				elems = elems[1:]
+			}
+			row[i] = vals
+		}
+	}
+	return out
+}
+
+// textRows runs a query with every result in text format, a *string per
+// value, nil for NULL.
+func textRows(t testing.TB, conn *pgx.Conn, sql string, n int) [][]any {
+	t.Helper()
+	formats := make(pgx.QueryResultFormats, n)
+	for i := range formats {
+		formats[i] = pgx.TextFormatCode
+	}
+	rows, err := conn.Query(context.Background(), sql, formats)
 	if err != nil {
 		t.Fatalf("expected values: %v", err)
 	}
 	defer rows.Close()
 	var out [][]any
 	for rows.Next() {
-		dest := make([]any, len(cols))
-		ptrs := make([]any, len(cols))
-		for i, c := range cols {
-			if c.ElemOID != 0 {
-				ptrs[i] = new([]*string)
-			} else {
-				ptrs[i] = new(*string)
-			}
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatalf("expected values: %v", err)
-		}
-		for i, p := range ptrs {
-			switch p := p.(type) {
-			case *[]*string:
-				if *p != nil {
-					dest[i] = *p
-				}
-			case **string:
-				if *p != nil {
-					dest[i] = *p
-				}
+		raw := rows.RawValues()
+		dest := make([]any, n)
+		for i, b := range raw {
+			if b != nil {
+				s := string(b)
+				dest[i] = &s
 			}
 		}
 		out = append(out, dest)

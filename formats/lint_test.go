@@ -1,12 +1,16 @@
 package formats
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/schema"
+	pq "github.com/parquet-go/parquet-go"
 )
 
 // lintAllow lists the (physical, logical) pairs that Spark 3 and Athena
@@ -48,6 +52,51 @@ func lintFile(t *testing.T, path string, allowOpt bool) {
 	root := rdr.MetaData().Schema.Root()
 	for i := 0; i < root.NumFields(); i++ {
 		lintNode(t, root.Field(i), allowOpt)
+	}
+	lintPageIndex(t, path, rdr.NumRows())
+}
+
+// lintPageIndex opens the file with parquet-go's reader, which highwater's
+// own dedupe uses and which reads the whole page index section at once,
+// and reads every row through it.
+func lintPageIndex(t *testing.T, path string, rows int64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := pq.OpenFile(f, fi.Size())
+	if err != nil {
+		t.Fatalf("lint: parquet-go open: %v", err)
+	}
+	n := int64(0)
+	for _, rg := range pf.RowGroups() {
+		for _, cc := range rg.ColumnChunks() {
+			if _, err := cc.ColumnIndex(); err != nil && !errors.Is(err, pq.ErrMissingColumnIndex) {
+				t.Errorf("lint: column index of %v: %v", cc.Column(), err)
+			}
+		}
+		rr := rg.Rows()
+		buf := make([]pq.Row, 64)
+		for {
+			k, err := rr.ReadRows(buf)
+			n += int64(k)
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("lint: parquet-go read: %v", err)
+			}
+		}
+		rr.Close()
+	}
+	if n != rows {
+		t.Errorf("lint: parquet-go read %d rows, the footer says %d", n, rows)
 	}
 }
 

@@ -38,15 +38,19 @@ const (
 const (
 	oidBool        = 16
 	oidBytea       = 17
+	oidChar        = 18
 	oidName        = 19
 	oidInt8        = 20
 	oidInt2        = 21
 	oidInt4        = 23
 	oidText        = 25
 	oidOID         = 26
+	oidXML         = 142
+	oidCIDR        = 650
 	oidFloat4      = 700
 	oidFloat8      = 701
 	oidMoney       = 790
+	oidInet        = 869
 	oidBpchar      = 1042
 	oidVarchar     = 1043
 	oidDate        = 1082
@@ -67,6 +71,7 @@ type column struct {
 	enc   enc
 	list  bool
 	cast  string // appended to the quoted identifier in SelectExprs
+	out   bool   // selected through the output function instead (outputExpr)
 	prec  int    // decimals
 	scale int    // decimals: the Parquet scale
 	flba  int    // byte width of FIXED_LEN_BYTE_ARRAY decimals
@@ -128,7 +133,7 @@ func planColumn(c Column, opts Options) (column, error) {
 	}
 	scalar := scalarPlan(oid, typmod, typtype, opts)
 	col.enc, col.prec, col.scale = scalar.enc, scalar.prec, scalar.scale
-	col.cast = scalar.cast
+	col.cast, col.out = scalar.cast, scalar.out
 	if col.list && col.cast != "" {
 		col.cast = scalar.arrayCast
 	}
@@ -158,12 +163,18 @@ type scalar struct {
 	enc       enc
 	cast      string // for a scalar column
 	arrayCast string // for an array column of this element type
+	out       bool   // see outputExpr
 	physical  string
 	logical   string
 	prec      int
 	scale     int
 }
 
+// textScalar writes a type in its text form: exactly what its output
+// function prints, as psql and COPY show it. A cast to text is that output
+// for every type without a cast of its own to text (PostgreSQL then converts
+// through the output function); the built-in types that have one are
+// listed in scalarPlan.
 var textScalar = scalar{enc: encText, cast: "::text", arrayCast: "::text[]", physical: "BYTE_ARRAY", logical: "STRING"}
 
 // scalarPlan maps one (resolved) type. What is not listed is written in its
@@ -221,6 +232,13 @@ func scalarPlan(oid uint32, typmod int32, typtype byte, opts Options) scalar {
 		return str
 	case oidNumeric:
 		return numericPlan(typmod)
+	case oidInet, oidCIDR, oidXML, oidChar:
+		// Their casts to text are functions of their own, not the output:
+		// inet::text adds a /32 that inet prints only for other masks, and
+		// xml::text keeps the declaration that xml's output drops.
+		s := textScalar
+		s.cast, s.arrayCast, s.out = "", "", true
+		return s
 	case oidMoney:
 		// money's text form carries a locale's currency symbol and grouping;
 		// numeric's does not, and keeps every digit.
@@ -299,13 +317,29 @@ func leafNode(s scalar) parquet.Node {
 func (m *mapping) SelectExprs(quotedIdents []string) []string {
 	out := make([]string, len(quotedIdents))
 	for i, id := range quotedIdents {
-		if i < len(m.cols) && m.cols[i].cast != "" {
+		switch {
+		case i < len(m.cols) && m.cols[i].out:
+			out[i] = outputExpr(id, m.cols[i].list)
+		case i < len(m.cols) && m.cols[i].cast != "":
 			out[i] = id + m.cols[i].cast
-		} else {
+		default:
 			out[i] = id
 		}
 	}
 	return out
+}
+
+// outputExpr selects a value as text through its type's output function,
+// for the types whose cast to text is something else. format's %s is that
+// function, but it makes ” of a NULL. An array's own output applies the
+// element output to each element and quotes it, and text[]'s input undoes
+// exactly that quoting while keeping NULL elements, dimensions and bounds;
+// the element types it is used for all delimit with a comma, as text does.
+func outputExpr(id string, list bool) string {
+	if list {
+		return id + "::pg_catalog.text::pg_catalog.text[]"
+	}
+	return "CASE WHEN " + id + " IS NULL THEN NULL ELSE pg_catalog.format('%s', " + id + ") END"
 }
 
 func (m *mapping) Schema() *parquet.Schema { return m.schema }

@@ -46,3 +46,10 @@ func TestRoundTripAll(t *testing.T) {
 	_, conn := loadFixture(t, "all.sql")
 	roundTrip(t, conn, "alltypes", Options{})
 }
+
+// TestRoundTripText checks the types written in their text form against
+// the output function of each, value for value (see expectedCells).
+func TestRoundTripText(t *testing.T) {
+	_, conn := loadFixture(t, "text.sql")
+	roundTrip(t, conn, "texttypes", Options{})
+}

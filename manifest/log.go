@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
@@ -53,8 +52,6 @@ func (l *Log) Model() string { return l.model }
 func (l *Log) Key(parts ...string) string {
 	return path.Join(append([]string{l.model}, parts...)...)
 }
-
-func commitKey(seq int64) string { return fmt.Sprintf("%020d.json", seq) }
 
 // NewID returns 128 random bits in hex, for commit and attempt ids.
 func NewID() string {
@@ -104,88 +101,135 @@ func (l *Log) ReadCommit(ctx context.Context, seq int64) (*Commit, error) {
 	return &c, nil
 }
 
-// ReadState folds the log: from the newest state checkpoint, then every
-// commit after it.
+// ReadState lists the log to find its head and folds it: from the newest
+// state checkpoint that proves itself (see trustedCheckpoint), then every
+// commit after it. ErrGap when a commit below the head is missing.
 func (l *Log) ReadState(ctx context.Context) (*State, error) {
-	st, err := l.latestCheckpoint(ctx)
+	ls, err := l.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		c, err := l.ReadCommit(ctx, st.Seq+1)
-		if errors.Is(err, objstore.ErrNotExist) {
-			return st, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read state of %s: %w", l.model, err)
-		}
-		st.apply(c)
+	head, err := ls.Head()
+	if err != nil {
+		return nil, err
 	}
+	st := l.trustedCheckpoint(ctx, ls)
+	if err := l.foldTo(ctx, st, head, nil); err != nil {
+		return nil, err
+	}
+	return st, nil
 }
 
+// Fold folds every commit from seq 1 up to the head, trusting no
+// checkpoint, and calls fn (when not nil) for each commit, oldest first.
+// Vacuum, which deletes what the state does not name, and verify read the
+// state this way. ErrGap when a commit below the head is missing.
+func (l *Log) Fold(ctx context.Context, fn func(*Commit) error) (*State, error) {
+	head, err := l.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Version: currentVersion()}
+	if err := l.foldTo(ctx, st, head, fn); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// History calls fn for every commit from seq 1 up to the head, oldest
+// first. ErrGap when a commit below the head is missing.
+func (l *Log) History(ctx context.Context, fn func(*Commit) error) error {
+	_, err := l.Fold(ctx, fn)
+	return err
+}
+
+// foldTo applies the commits after st.Seq up to head to st.
+func (l *Log) foldTo(ctx context.Context, st *State, head int64, fn func(*Commit) error) error {
+	for seq := st.Seq + 1; seq <= head; seq++ {
+		c, err := l.ReadCommit(ctx, seq)
+		if errors.Is(err, objstore.ErrNotExist) {
+			// Listed a moment ago: deleted since.
+			return gapError(seq, fmt.Sprintf("commit %d was listed", head))
+		}
+		if err != nil {
+			return err
+		}
+		st.apply(c)
+		if fn != nil {
+			if err := fn(c); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// lastCheckpoint is the hint that readers before listing followed to the
+// newest checkpoint. It is still written for them; this reader lists.
 type lastCheckpoint struct {
 	Seq int64 `json:"seq"`
 }
 
-// latestCheckpoint loads the state checkpoint that the hint names, or the
-// newest listed when the hint is missing or broken, or an empty state.
-func (l *Log) latestCheckpoint(ctx context.Context) (*State, error) {
-	var hint lastCheckpoint
-	err := l.readJSON(ctx, l.Key("_manifests", "_last_checkpoint"), &hint)
-	if err == nil {
-		if st, err := l.readCheckpoint(ctx, hint.Seq); err == nil {
-			return st, nil
+// trustedCheckpoint returns the newest state checkpoint in ls if it proves
+// itself, and an empty state otherwise, so that the caller folds the log
+// from commit 1. A checkpoint that cannot be read, or that any check
+// doubts, costs a longer fold and never blocks the model; a wrong one
+// trusted would hide committed files from readers and from vacuum's count
+// of what is live.
+func (l *Log) trustedCheckpoint(ctx context.Context, ls *Listing) *State {
+	if n := len(ls.Checkpoints); n > 0 {
+		if st, err := l.provenCheckpoint(ctx, ls.Checkpoints[n-1]); err == nil {
+			return st
 		}
-	} else if !errors.Is(err, objstore.ErrNotExist) {
-		return nil, fmt.Errorf("read checkpoint hint: %w", err)
 	}
-	// The hint is written after the checkpoint, so a crash between the two
-	// leaves a newer checkpoint than the hint says: list them.
-	var newest int64 = -1
-	err = l.bucket.List(ctx, l.Key("_manifests")+"/", func(a objstore.Attrs) error {
-		name := path.Base(a.Key)
-		if seqStr, ok := strings.CutSuffix(name, ".checkpoint.json"); ok {
-			if seq, err := strconv.ParseInt(seqStr, 10, 64); err == nil && seq > newest {
-				newest = seq
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list state checkpoints: %w", err)
-	}
-	if newest > 0 {
-		return l.readCheckpoint(ctx, newest)
-	}
-	return &State{Version: currentVersion()}, nil
+	return &State{Version: currentVersion()}
 }
 
-func (l *Log) readCheckpoint(ctx context.Context, seq int64) (*State, error) {
-	var st State
-	key := l.Key("_manifests", fmt.Sprintf("%020d.checkpoint.json", seq))
-	if err := l.readJSON(ctx, key, &st); err != nil {
-		return nil, fmt.Errorf("read state checkpoint %d: %w", seq, err)
-	}
-	if err := st.Version.check(fmt.Sprintf("state checkpoint %d", seq)); err != nil {
+// provenCheckpoint reads the state checkpoint at seq and checks it against
+// the log: its seq is the one its name says, its digest matches its
+// content, and the commit at seq is the one it folded up to. A checkpoint
+// without a digest (written before there were digests) is not trusted.
+func (l *Log) provenCheckpoint(ctx context.Context, seq int64) (*State, error) {
+	ck, err := l.readCheckpoint(ctx, seq)
+	if err != nil {
 		return nil, err
 	}
-	return &st, nil
+	doubt := func(why string, args ...any) error {
+		return fmt.Errorf("state checkpoint %d is not trusted: %s", seq, fmt.Sprintf(why, args...))
+	}
+	switch {
+	case ck.Digest == "":
+		return nil, doubt("it has no digest")
+	case stateDigest(&ck.State) != ck.Digest:
+		return nil, doubt("its content does not match its digest")
+	}
+	c, err := l.ReadCommit(ctx, seq)
+	if err != nil {
+		return nil, doubt("%v", err)
+	}
+	if c.CommitID != ck.CommitID {
+		return nil, doubt("it folded commit id %s, the commit there is %s", ck.CommitID, c.CommitID)
+	}
+	return &ck.State, nil
 }
 
-// History calls fn for every commit from seq 1 up, oldest first.
-func (l *Log) History(ctx context.Context, fn func(*Commit) error) error {
-	for seq := int64(1); ; seq++ {
-		c, err := l.ReadCommit(ctx, seq)
-		if errors.Is(err, objstore.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := fn(c); err != nil {
-			return err
-		}
+// readCheckpoint decodes the checkpoint at seq and checks only what any
+// use of it needs: its version, and that it is the seq its name says.
+func (l *Log) readCheckpoint(ctx context.Context, seq int64) (*checkpoint, error) {
+	var ck checkpoint
+	if err := l.readJSON(ctx, l.Key("_manifests", checkpointKey(seq)), &ck); err != nil {
+		return nil, fmt.Errorf("read state checkpoint %d: %w", seq, err)
 	}
+	if err := ck.Version.check(fmt.Sprintf("state checkpoint %d", seq)); err != nil {
+		return nil, err
+	}
+	if ck.Seq != seq {
+		return nil, fmt.Errorf("read state checkpoint %d: it says it folds up to seq %d", seq, ck.Seq)
+	}
+	if err := ck.fixLayout(); err != nil {
+		return nil, fmt.Errorf("read state checkpoint %d: %w", seq, err)
+	}
+	return &ck, nil
 }
 
 // Commit appends c at st.Seq+1 and, on success, folds it into st.
@@ -241,7 +285,7 @@ func (l *Log) Commit(ctx context.Context, st *State, c *Commit) error {
 	if l.CheckpointEvery > 0 && c.Seq%l.CheckpointEvery == 0 {
 		// The checkpoint only speeds up readers: failing to write it loses
 		// nothing, the next multiple will try again.
-		_ = l.writeCheckpoint(ctx, st)
+		_ = l.writeCheckpoint(ctx, st, c.CommitID)
 	}
 	return nil
 }
@@ -255,13 +299,18 @@ func (l *Log) settle(ctx context.Context, c *Commit) (won bool, err error) {
 	return there.CommitID == c.CommitID, nil
 }
 
-func (l *Log) writeCheckpoint(ctx context.Context, st *State) error {
-	key := l.Key("_manifests", fmt.Sprintf("%020d.checkpoint.json", st.Seq))
-	err := l.bucket.Put(ctx, key, bytes.NewReader(encode(st)), objstore.PutOptions{IfNotExist: true})
+// writeCheckpoint writes st, folded up to the commit commitID, as a state
+// checkpoint.
+func (l *Log) writeCheckpoint(ctx context.Context, st *State, commitID string) error {
+	ck := checkpoint{State: *st, CommitID: commitID}
+	ck.Version = currentVersion()
+	ck.Digest = stateDigest(&ck.State)
+	key := l.Key("_manifests", checkpointKey(st.Seq))
+	err := l.bucket.Put(ctx, key, bytes.NewReader(encode(&ck)), objstore.PutOptions{IfNotExist: true})
 	if err != nil && !errors.Is(err, objstore.ErrExist) {
 		return fmt.Errorf("write state checkpoint %d: %w", st.Seq, err)
 	}
-	hint := l.Key("_manifests", "_last_checkpoint")
+	hint := l.Key("_manifests", hintName)
 	if err := l.bucket.Put(ctx, hint, bytes.NewReader(encode(lastCheckpoint{Seq: st.Seq})), objstore.PutOptions{}); err != nil {
 		return fmt.Errorf("write checkpoint hint: %w", err)
 	}

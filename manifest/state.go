@@ -1,6 +1,10 @@
 package manifest
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"slices"
 )
 
@@ -8,7 +12,8 @@ import (
 type State struct {
 	Version
 	Seq int64 `json:"seq"` // 0: empty log
-	// Identity is nil until the first commit.
+	// Identity is nil until the first commit; then it is the identity of
+	// the first commit, or of the newest that adopted one.
 	Identity *Identity `json:"identity,omitempty"`
 	// Watermark is the exclusive upper bound of what has been exported.
 	Watermark *string `json:"watermark"`
@@ -27,7 +32,9 @@ type State struct {
 	// Removed maps files taken out of the committed set to the seq and time
 	// of their removal, for vacuum's retention.
 	Removed map[string]Removal `json:"removed,omitempty"`
-	Layout  []byte             `json:"layout,omitempty"`
+	// Layout is the dedupe layout as its commit recorded it, a JSON object.
+	// Checkpoints before it was one held it base64-encoded (see fixLayout).
+	Layout json.RawMessage `json:"layout,omitempty"`
 }
 
 // SchemaChange is one step of a model's schema history.
@@ -45,7 +52,7 @@ type Removal struct {
 // apply folds one commit into the state. The commit must be at Seq+1.
 func (s *State) apply(c *Commit) {
 	s.Seq = c.Seq
-	if s.Identity == nil {
+	if s.Identity == nil || c.AdoptsIdentity {
 		id := c.Identity
 		s.Identity = &id
 	}
@@ -96,4 +103,55 @@ func (s *State) FileSet() map[string]File {
 		m[f.Key] = f
 	}
 	return m
+}
+
+// checkpoint is the document of a state checkpoint: the state folded up to
+// Seq, and what lets a reader trust it without folding the log again.
+type checkpoint struct {
+	State
+	// CommitID is the id of the commit at Seq: a checkpoint left from
+	// another history of the model (a log deleted and written anew) names
+	// another commit than the one there now.
+	CommitID string `json:"commit_id,omitempty"`
+	// Digest is stateDigest of State: an edited or damaged checkpoint no
+	// longer matches it. Checkpoints written before it existed have none,
+	// and readers fold the log instead of trusting them.
+	Digest string `json:"state_sha256,omitempty"`
+}
+
+// stateDigest hashes the canonical form of a state, the same however the
+// state was reached: from commit 1, or from a checkpoint and the commits
+// after it. The version header says how it was written, not what it holds,
+// and an empty file list is no list.
+func stateDigest(s *State) string {
+	c := *s
+	c.Version = Version{}
+	if len(c.Files) == 0 {
+		c.Files = nil
+	}
+	// Marshal compacts the layout, which a commit read from the store holds
+	// indented and a fresh one compact.
+	b, err := json.Marshal(&c)
+	if err != nil {
+		panic(fmt.Sprintf("encode state: %v", err)) // our own types always encode
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// fixLayout turns the base64 string that checkpoints used to hold into the
+// JSON object that commits hold.
+func (s *State) fixLayout() error {
+	if len(s.Layout) == 0 || s.Layout[0] != '"' {
+		return nil
+	}
+	var old []byte
+	if err := json.Unmarshal(s.Layout, &old); err != nil {
+		return fmt.Errorf("decode the base64 layout: %w", err)
+	}
+	if !json.Valid(old) {
+		return fmt.Errorf("decode the base64 layout: it holds no JSON")
+	}
+	s.Layout = old
+	return nil
 }

@@ -2,7 +2,6 @@ package manifest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -40,12 +39,12 @@ func (l *Log) WriteSymlinkManifestFrom(ctx context.Context, st *State, objectURL
 		if err := l.bucket.Put(ctx, l.Key(SymlinkManifestKey), strings.NewReader(b.String()), objstore.PutOptions{ContentType: "text/plain"}); err != nil {
 			return fmt.Errorf("write symlink manifest: %w", err)
 		}
-		_, err := l.ReadCommit(ctx, st.Seq+1)
-		if errors.Is(err, objstore.ErrNotExist) {
-			return nil
-		}
+		head, err := l.Head(ctx)
 		if err != nil {
 			return fmt.Errorf("check the head after writing the symlink manifest: %w", err)
+		}
+		if head == st.Seq {
+			return nil
 		}
 		st = nil
 	}

@@ -3,7 +3,9 @@
 # bin/highwater first). Each prints figures; none asserts a duration.
 #
 #   bench/export   export vs COPY (FORMAT binary), peak RSS, no-change run,
-#                  --page-rows and --row-group-size sweeps (docs/bench.md)
+#                  --page-rows and --row-group-size sweeps, and a table of
+#                  wide rows (1-50 MiB values: peak RSS, file size against
+#                  the raw bytes; -wide-rows 0 skips it) (docs/bench.md)
 #   bench/upload   object-store upload (needs the S3 server: started here)
 #   bench/dedupe   dedupe
 #

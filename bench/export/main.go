@@ -72,6 +72,7 @@ type config struct {
 	profileRows int
 	profileOnly bool
 	reuse       bool
+	wideRows    int
 	workDir     string
 }
 
@@ -89,6 +90,7 @@ func main() {
 	flag.StringVar(&cfg.heapProfile, "heapprofile", os.Getenv("HIGHWATER_BENCH_HEAPPROFILE"), "write the in-use heap profile of the in-process export, taken when its live heap peaked, to `file` (default $HIGHWATER_BENCH_HEAPPROFILE)")
 	flag.IntVar(&cfg.profileRows, "profile-rows", 0, "table size of the profiled export (default: the first size)")
 	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "only load the profile table and profile the export")
+	flag.IntVar(&cfg.wideRows, "wide-rows", 20, "rows of 1-50 MiB values in the wide-row export (0: none)")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "with "+pgtest.EnvURL+", keep a table loaded by an earlier run (database bench_<rows>)")
 	flag.Parse()
 	var err error
@@ -184,6 +186,11 @@ func run(ctx context.Context, cfg config) error {
 		}
 	}
 	report(results, sweep, cfg)
+	if cfg.wideRows > 0 {
+		if err := measureWide(ctx, cfg, srv, cfg.wideRows); err != nil {
+			return err
+		}
+	}
 	if cfg.cpuProfile != "" {
 		u, err := db(cfg.profileRows)
 		if err != nil {

@@ -3,180 +3,270 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/highwater-dev/highwater/export"
+	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/config"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 )
 
-func cmdExport(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdExport(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "export",
+		Short: "Copy what changed in a table since the last run into the lake",
+		Long: `Export reads the rows of a table (or a source query) whose modified-at column lies in the run's interval
+[from, to) in keyset pages, writes them as Parquet files with a checkpoint each, and commits them to the
+model's log. from is the committed watermark minus the lookback; to is the source's clock when the run
+is planned. A run that dies is resumed by the next one from its last checkpoint.
+
+Everything that needs no connection (flags, the config, the destination URL, the time zone, the codec)
+is checked first: a usage or config error exits 2 before connecting to anything or creating anything.
+
+With --config, several models run one after another; each commits on its own, and a failure of one
+does not undo the commits of the others (the last line names the models that committed).`,
+		Example: `  # one table, into a local lake
+  highwater export --source postgres://exporter@db/app --table public.orders \
+      --primary-key id --modified-at updated_at --dest file:///data/lake
+
+  # every model of a config file, or some of them
+  highwater export --config highwater.yaml
+  highwater export --config highwater.yaml --model orders,order_lines`,
+	}
+	fs := cmd.Flags()
 	var (
 		configPath  = fs.String("config", "", "YAML config `file` with several models")
-		modelName   = fs.String("model", "", "model `name` (default: the table name without its schema); with --config, the model to run")
-		source      = fs.String("source", "", "PostgreSQL `URL` (default $HIGHWATER_SOURCE)")
+		modelNames  = fs.StringSlice("model", nil, "model `name` (default: the table name without its schema); with --config, the models to run (comma-separated or repeated)")
+		source      = fs.String("source", "", "PostgreSQL `URL` (default $HIGHWATER_SOURCE); PGPASSWORD and ~/.pgpass work")
 		table       = fs.String("table", "", "source `SCHEMA.TABLE`")
 		query       = fs.String("source-query", "", "custom `SQL` to export instead of a table")
 		pk          = fs.String("primary-key", "", "primary key `COL[,COL]`")
 		modifiedAt  = fs.String("modified-at", "", "modified-at `COL`umn (timestamptz, timestamp or date)")
 		dest        = fs.String("dest", "", "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix")
-		lookback    = fs.Duration("lookback", -1, "re-read this much below the watermark (default 30s)")
+		lookback    = fs.Duration("lookback", export.DefaultLookback, "re-read this much below the watermark")
 		tenantCol   = fs.String("tenant-column", "", "tenant `COL`umn")
 		tenant      = fs.String("tenant", "", "tenant `value`")
 		fullRefresh = fs.Bool("full-refresh", false, "read every row and replace every earlier file")
 		winStart    = fs.String("window-start", "", "backfill window start (inclusive), in the modified-at column's type")
 		winEnd      = fs.String("window-end", "", "backfill window end (exclusive)")
-		targetSize  = fs.String("target-file-size", "", "roll files at this `size` (default 128MiB)")
-		rowGroup    = fs.String("row-group-size", "", "end row groups at this uncompressed `size` (default 16MiB)")
-		pageRows    = fs.Int("page-rows", 0, "rows per keyset page (default 50000)")
+		targetSize  = fs.String("target-file-size", "128MiB", "roll files at this `size`")
+		rowGroup    = fs.String("row-group-size", "16MiB", "end row groups at this uncompressed `size`")
+		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 	)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	var runs []export.Options
-	sourceURL, destURL := *source, *dest
-	if *configPath != "" {
-		for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column", "tenant"} {
-			if set[name] {
-				return usageErr("--%s goes in the config file, not with --config", name)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		set := map[string]bool{}
+		fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
+		var runs []export.Options
+		sourceURL, destURL := *source, *dest
+		if *configPath != "" {
+			for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column", "tenant"} {
+				if set[name] {
+					return usageErr("--%s goes in the config file, not with --config", name)
+				}
 			}
-		}
-		cfg, err := config.Load(*configPath)
-		if err != nil {
-			return err
-		}
-		if sourceURL == "" {
-			sourceURL = cfg.Source
-		}
-		if destURL == "" {
-			destURL = cfg.Dest
-		}
-		for _, m := range cfg.Models {
-			if *modelName != "" && m.Name != *modelName {
-				continue
-			}
-			o, err := optionsFromConfig(cfg, m)
+			cfg, err := config.Load(*configPath)
 			if err != nil {
+				return usageErr("%v", err)
+			}
+			if sourceURL == "" {
+				sourceURL = cfg.Source
+			}
+			if destURL == "" {
+				destURL = cfg.Dest
+			}
+			if runs, err = selectModels(cfg, *modelNames); err != nil {
 				return err
+			}
+		} else {
+			if *table == "" && *query == "" {
+				return usageErr("--table (or --source-query) is required")
+			}
+			if *pk == "" || *modifiedAt == "" {
+				return usageErr("--primary-key and --modified-at are required")
+			}
+			if len(*modelNames) > 1 {
+				return usageErr("--model takes one name without --config")
+			}
+			name := ""
+			if len(*modelNames) == 1 {
+				name = (*modelNames)[0]
+			}
+			if name == "" {
+				if *table == "" {
+					return usageErr("--model is required with --source-query")
+				}
+				name = defaultModelName(*table)
+			}
+			o := export.Options{Model: name, Lookback: export.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
+			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol}
+			if set["tenant"] {
+				o.Source.Tenant = tenant
 			}
 			runs = append(runs, o)
 		}
-		if len(runs) == 0 {
-			return fmt.Errorf("config has no model named %q", *modelName)
+		if sourceURL == "" {
+			sourceURL = env.getenv("HIGHWATER_SOURCE")
 		}
-	} else {
-		if *table == "" && *query == "" {
-			return usageErr("--table (or --source-query) is required")
+		if sourceURL == "" {
+			return usageErr("--source is required (or $HIGHWATER_SOURCE, or source: in the config)")
 		}
-		if *pk == "" || *modifiedAt == "" {
-			return usageErr("--primary-key and --modified-at are required")
+		if destURL == "" {
+			return usageErr("--dest is required")
 		}
-		name := *modelName
-		if name == "" {
-			if *table == "" {
-				return usageErr("--model is required with --source-query")
+		for i := range runs {
+			o := &runs[i]
+			if set["lookback"] {
+				if *lookback < 0 {
+					return usageErr("--lookback %s is negative", *lookback)
+				}
+				o.Lookback = *lookback
 			}
-			name = defaultModelName(*table)
-		}
-		o := export.Options{Model: name, Lookback: export.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
-		o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol}
-		if set["tenant"] {
-			o.Source.Tenant = tenant
-		}
-		runs = append(runs, o)
-	}
-	if sourceURL == "" {
-		sourceURL = env.getenv("HIGHWATER_SOURCE")
-	}
-	if sourceURL == "" {
-		return usageErr("--source is required (or $HIGHWATER_SOURCE, or source: in the config)")
-	}
-	if destURL == "" {
-		return usageErr("--dest is required")
-	}
-	for i := range runs {
-		o := &runs[i]
-		if set["lookback"] {
-			if *lookback < 0 {
-				return usageErr("--lookback %s is negative", *lookback)
+			if set["full-refresh"] {
+				o.FullRefresh = *fullRefresh
 			}
-			o.Lookback = *lookback
-		}
-		if set["full-refresh"] {
-			o.FullRefresh = *fullRefresh
-		}
-		o.WindowStart, o.WindowEnd = *winStart, *winEnd
-		if set["page-rows"] {
-			o.PageRows = *pageRows
-		}
-		if set["time-zone"] {
-			o.TimeZone = *timeZone
-		}
-		for _, s := range []struct {
-			flag string
-			val  string
-			dst  *int64
-		}{{"target-file-size", *targetSize, &o.TargetFileBytes}, {"row-group-size", *rowGroup, &o.RowGroupBytes}} {
-			if s.val == "" {
-				continue
+			o.WindowStart, o.WindowEnd = *winStart, *winEnd
+			if set["page-rows"] {
+				if *pageRows <= 0 {
+					return usageErr("--page-rows %d: a page needs at least one row", *pageRows)
+				}
+				o.PageRows = *pageRows
 			}
-			n, err := config.ParseSize(s.val)
-			if err != nil {
-				return usageErr("--%s: %v", s.flag, err)
+			if set["time-zone"] {
+				o.TimeZone = *timeZone
 			}
-			*s.dst = n
+			for _, s := range []struct {
+				flag string
+				val  string
+				dst  *int64
+			}{{"target-file-size", *targetSize, &o.TargetFileBytes}, {"row-group-size", *rowGroup, &o.RowGroupBytes}} {
+				if !set[s.flag] {
+					continue
+				}
+				n, err := config.ParseSize(s.val)
+				if err != nil {
+					return usageErr("--%s: %v", s.flag, err)
+				}
+				*s.dst = n
+			}
+			if set["compression"] || o.Compression == "" {
+				o.Compression = *compression
+			}
+			o.Logger = env.logger
+			o.Failpoint = env.failpoint()
+			o.Build = env.build.formats()
+			if err := checkOptions(o, destURL); err != nil {
+				return err
+			}
 		}
-		o.Compression = *compression
-		o.Logger = env.logger
-		o.Failpoint = env.failpoint()
-		if err := o.Validate(); err != nil {
-			return usageErr("%v", err)
-		}
-	}
 
-	setMemoryLimit(env, runs)
-	src, err := pgsource.Connect(ctx, sourceURL)
-	if err != nil {
-		return err
-	}
-	defer src.Close(context.WithoutCancel(ctx))
-	var failed []string
-	for _, o := range runs {
-		d, err := destination.Open(ctx, destURL, tenantOf(o))
+		setMemoryLimit(env, runs)
+		src, err := pgsource.Connect(ctx, sourceURL)
 		if err != nil {
 			return err
 		}
-		start := time.Now()
-		res, err := export.Run(ctx, src, d, o)
-		d.Close()
-		if err != nil {
-			if len(runs) == 1 {
+		defer src.Close(context.WithoutCancel(ctx))
+		var failed []error
+		var done []string
+		for _, o := range runs {
+			d, err := destination.Open(ctx, destURL, tenantOf(o))
+			if err != nil {
 				return err
 			}
-			env.logger.Error("export failed", "model", o.Model, "error", err.Error())
-			failed = append(failed, o.Model+": "+err.Error())
+			start := time.Now()
+			res, err := export.Run(ctx, src, d, o)
+			d.Close()
+			if err != nil {
+				if len(runs) == 1 {
+					return err
+				}
+				env.logger.Error("export failed", "model", o.Model, "error", err.Error())
+				failed = append(failed, fmt.Errorf("%s: %w", o.Model, err))
+				if ctx.Err() != nil {
+					break
+				}
+				continue
+			}
+			done = append(done, o.Model)
+			c := res.Commit
+			fmt.Fprintf(env.stdout, "%s: committed seq %d (%s), %d rows in %d files, watermark %s, %.1fs\n",
+				o.Model, c.Seq, c.Kind, c.Metrics.RowsTransferred, len(c.Added), deref(c.Watermark), time.Since(start).Seconds())
+		}
+		if len(failed) > 0 {
+			return multiError(failed, done)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// selectModels makes the options of the config's models that names
+// selects, all of them when names is empty.
+func selectModels(cfg *config.File, names []string) ([]export.Options, error) {
+	var runs []export.Options
+	for _, n := range names {
+		if !slices.ContainsFunc(cfg.Models, func(m config.Model) bool { return m.Name == n }) {
+			return nil, usageErr("config has no model named %q", n)
+		}
+	}
+	for _, m := range cfg.Models {
+		if len(names) > 0 && !slices.Contains(names, m.Name) {
 			continue
 		}
-		c := res.Commit
-		fmt.Fprintf(env.stdout, "%s: committed seq %d (%s), %d rows in %d files, watermark %s, %.1fs\n",
-			o.Model, c.Seq, c.Kind, c.Metrics.RowsTransferred, len(c.Added), deref(c.Watermark), time.Since(start).Seconds())
+		o, err := optionsFromConfig(cfg, m)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		runs = append(runs, o)
 	}
-	if len(failed) > 0 {
-		return errors.New(strings.Join(failed, "; "))
+	return runs, nil
+}
+
+// checkOptions checks one run's options before anything is connected or
+// created, so that every usage error exits 2 with nothing touched.
+func checkOptions(o *export.Options, destURL string) error {
+	if err := o.Validate(); err != nil {
+		return usageErr("%v", err)
 	}
-	return nil
+	if _, err := formats.NewCodec(o.Compression); err != nil {
+		return usageErr("--compression: %v", err)
+	}
+	if o.TimeZone != "" {
+		if _, err := time.LoadLocation(o.TimeZone); err != nil {
+			return usageErr("--time-zone %q is not an IANA time zone (such as Europe/Berlin or UTC)", o.TimeZone)
+		}
+	}
+	// pgsource checks these too, after connecting; here they cost nothing.
+	switch {
+	case o.Source.TenantColumn != "" && o.Source.Tenant == nil:
+		return usageErr("model %s: a tenant column is set but no tenant value", o.Model)
+	case o.Source.TenantColumn == "" && o.Source.Tenant != nil:
+		return usageErr("model %s: a tenant value is set but no tenant column", o.Model)
+	}
+	if destURL == "" { // config validate of a config whose dest comes by flag
+		return nil
+	}
+	return checkDest(destURL, tenantOf(*o))
+}
+
+// multiError is the error of a multi-model run of which some models
+// failed: each model commits on its own, so it names those that did.
+func multiError(failed []error, done []string) error {
+	committed := "none"
+	if len(done) > 0 {
+		committed = strings.Join(done, ", ")
+	}
+	return fmt.Errorf("%d of %d models failed (committed: %s): %w", len(failed), len(failed)+len(done), committed, errors.Join(failed...))
 }
 
 func tenantOf(o export.Options) string {
@@ -188,7 +278,7 @@ func tenantOf(o export.Options) string {
 
 func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error) {
 	t := cfg.Defaults.Merge(m.Tuning)
-	o := export.Options{Model: m.Name, Lookback: export.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone}
+	o := export.Options{Model: m.Name, Lookback: export.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone, Compression: t.Compression}
 	if d, _ := t.LookbackDuration(); d >= 0 {
 		o.Lookback = d
 	}

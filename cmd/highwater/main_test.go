@@ -11,7 +11,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgtest"
 )
 
-var pg *pgtest.Server
+var pg pgtest.Shared
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
 

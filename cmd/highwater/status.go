@@ -1,14 +1,18 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/dustin/go-humanize"
+	"github.com/spf13/cobra"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
@@ -28,76 +32,88 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
+
+	// ToBound says what fixed to, and its detail what the bound could not
+	// see (a role without pg_read_all_stats, a replica).
+	ToBound       string `json:"to_bound,omitempty"`
+	ToBoundDetail string `json:"to_bound_detail,omitempty"`
 }
 
-func cmdStatus(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("status", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdStatus(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the watermark history of models, a commit a line",
+		Long: `Status prints every commit of a model's log (of every model at the destination without --model): its
+sequence number, kind, the interval it read, the watermark, files and rows. --json prints one JSON
+object per commit per line (docs/cli.md describes its fields).`,
+		Example: `  highwater status --dest file:///data/lake
+  highwater status --dest file:///data/lake --model orders --json | jq .watermark`,
+	}
+	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name` (default: every model at the destination)")
-	asJSON := fs.Bool("json", false, "print JSON, one object per commit")
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	d, err := lake.open(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	models := []string{lake.model}
-	if lake.model == "" {
-		if models, err = listModels(ctx, d); err != nil {
+	asJSON := fs.Bool("json", false, "print JSON, one object per commit per line (docs/cli.md)")
+	wide := fs.Bool("wide", false, "print every column: the interval, the run ID, removed files")
+	limit := fs.Int("limit", 0, "print only the last `N` commits of each model (0: all)")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if err := lake.check(false); err != nil {
 			return err
 		}
-		if len(models) == 0 {
-			return fmt.Errorf("no models at %s", d)
-		}
-	}
-	var lines []statusLine
-	for _, m := range models {
-		log := manifest.NewLog(d, m)
-		n := 0
-		err := log.History(ctx, func(c *manifest.Commit) error {
-			n++
-			l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-				RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
-			if c.Interval != nil {
-				l.From, l.To = c.Interval.From, &c.Interval.To
-			}
-			lines = append(lines, l)
-			return nil
-		})
+		d, err := lake.open(ctx, false)
 		if err != nil {
-			return fmt.Errorf("read the log of %s: %w", m, err)
+			return err
 		}
-		if n == 0 {
-			return fmt.Errorf("model %q has no commits at %s", m, d)
-		}
-	}
-	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
-		for _, l := range lines {
-			if err := enc.Encode(l); err != nil {
+		defer d.Close()
+		models := []string{lake.model}
+		if lake.model == "" {
+			if models, err = listModels(ctx, d); err != nil {
 				return err
 			}
+			if len(models) == 0 {
+				return fmt.Errorf("no models at %s", d)
+			}
 		}
-		return nil
+		var lines []statusLine
+		for _, m := range models {
+			log := manifest.NewLog(d, m)
+			n := 0
+			err := log.History(ctx, func(c *manifest.Commit) error {
+				n++
+				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
+					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
+					ToBound: c.ToBound, ToBoundDetail: c.ToBoundDetail}
+				if c.Interval != nil {
+					l.From, l.To = c.Interval.From, &c.Interval.To
+				}
+				lines = append(lines, l)
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("read the log of %s: %w", m, err)
+			}
+			if n == 0 {
+				return fmt.Errorf("model %q has no commits at %s", m, d)
+			}
+		}
+		if *limit < 0 {
+			return usageErr("--limit %d is negative", *limit)
+		}
+		if *limit > 0 {
+			lines = lastCommits(lines, *limit)
+		}
+		if *asJSON {
+			enc := json.NewEncoder(env.stdout)
+			for _, l := range lines {
+				if err := enc.Encode(l); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+		return printStatus(env.stdout, lines, *wide)
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tFROM\tTO\tWATERMARK\tFILES\tROWS\tWARNINGS")
-	for _, l := range lines {
-		rows := int64(0)
-		if l.Metrics != nil {
-			rows = l.Metrics.RowsTransferred
-		}
-		files := fmt.Sprintf("+%d", l.Added)
-		if l.Removed > 0 {
-			files += fmt.Sprintf(" -%d", l.Removed)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", l.Model, l.Seq, l.Committed, l.Kind,
-			deref(l.From), deref(l.To), deref(l.Watermark), files, rows, len(l.Warnings))
-	}
-	return tw.Flush()
+	return cmd
 }
 
 // listModels finds the models at a destination by their logs.
@@ -120,29 +136,98 @@ func listModels(ctx context.Context, d objstore.Bucket) ([]string, error) {
 	return models, nil
 }
 
-func cmdFiles(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("files", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdFiles(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "files",
+		Short: "Print the URLs of the committed set, one a line",
+		Long: `Files prints the URL of every file in a model's committed set, one a line. Readers must read only
+these files: the files of attempts that died are never committed.`,
+		Example: `  highwater files --dest file:///data/lake --model orders`,
+	}
+	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
-	if err := parseFlags(fs, args); err != nil {
-		return err
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		d, err := lake.open(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		log := manifest.NewLog(d, lake.model)
+		st, err := log.ReadState(ctx)
+		if err != nil {
+			return fmt.Errorf("read the state of %s: %w", lake.model, err)
+		}
+		if st.Seq == 0 {
+			return fmt.Errorf("model %q has no commits at %s", lake.model, d)
+		}
+		for _, f := range st.Files {
+			fmt.Fprintln(env.stdout, d.ObjectURL(log.Key(f.Key)))
+		}
+		return nil
 	}
-	d, err := lake.open(ctx, true)
-	if err != nil {
-		return err
+	return cmd
+}
+
+// lastCommits keeps the last n lines of each model; lines are grouped by
+// model in commit order.
+func lastCommits(lines []statusLine, n int) []statusLine {
+	var out []statusLine
+	for i := 0; i < len(lines); {
+		j := i
+		for j < len(lines) && lines[j].Model == lines[i].Model {
+			j++
+		}
+		out = append(out, lines[max(i, j-n):j]...)
+		i = j
 	}
-	defer d.Close()
-	log := manifest.NewLog(d, lake.model)
-	st, err := log.ReadState(ctx)
-	if err != nil {
-		return fmt.Errorf("read the state of %s: %w", lake.model, err)
+	return out
+}
+
+// printStatus prints the history as a table that fits 120 columns: the
+// model is named once per group, counts and sizes are short, and the
+// interval, whose bounds repeat the previous watermark, is left to --wide.
+func printStatus(w io.Writer, lines []statusLine, wide bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if wide {
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
+	} else {
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
 	}
-	if st.Seq == 0 {
-		return fmt.Errorf("model %q has no commits at %s", lake.model, d)
+	for i, l := range lines {
+		var rows, size int64
+		if l.Metrics != nil {
+			rows, size = l.Metrics.RowsTransferred, l.Metrics.Bytes
+		}
+		files := fmt.Sprintf("+%d", l.Added)
+		if l.Removed > 0 {
+			files += fmt.Sprintf(" -%d", l.Removed)
+		}
+		model := l.Model
+		if i > 0 && lines[i-1].Model == l.Model && !wide {
+			model = ""
+		}
+		if wide {
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
+				deref(l.From), deref(l.To), cmp.Or(l.ToBound, "-"), deref(l.Watermark), files, rows, size, len(l.Warnings))
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind, cmp.Or(l.ToBound, "-"),
+			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
 	}
-	for _, f := range st.Files {
-		fmt.Fprintln(env.stdout, d.ObjectURL(log.Key(f.Key)))
+	return tw.Flush()
+}
+
+// shortStamp drops the sub-second digits of a watermark: the table shows
+// where it stands, --json and --wide its exact value.
+func shortStamp(s string) string {
+	if i := strings.IndexByte(s, '.'); i > 0 && len(s) > 19 {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		return s[:i] + s[j:]
 	}
-	return nil
+	return s
 }

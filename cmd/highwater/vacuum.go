@@ -1,51 +1,60 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
-func cmdVacuum(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("vacuum", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
+func cmdVacuum(env *environment) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "vacuum",
+		Short: "Delete files that no commit needs any more",
+		Long: `Vacuum deletes the files that a commit older than --older-than removed (replaced by a full refresh or
+a dedupe), and the files of runs that it first declares abandoned in a commit of its own. It never
+deletes a committed file, and never by age alone. --dry-run lists what would be deleted.`,
+		Example: `  highwater vacuum --dest file:///data/lake --model orders --older-than 168h --dry-run
+  highwater vacuum --dest file:///data/lake --model orders --older-than 168h`,
+	}
+	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
 	var (
 		olderThan = fs.Duration("older-than", 0, "retention: only removals and dead runs older than this `duration` (e.g. 168h)")
 		dryRun    = fs.Bool("dry-run", false, "list what would be deleted, change nothing")
 	)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if *olderThan <= 0 {
-		return usageErr("--older-than is required and must be positive")
-	}
-	d, err := lake.open(ctx, true)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-		Logger: env.logger, Failpoint: env.failpoint()})
-	if err != nil {
-		return err
-	}
-	log := manifest.NewLog(d, lake.model)
-	verb := "deleted"
-	if *dryRun {
-		verb = "would delete"
-		for _, r := range res.Declared {
-			fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		if *olderThan <= 0 {
+			return usageErr("--older-than is required and must be positive")
 		}
+		d, err := lake.open(ctx, true)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
+			Logger: env.logger, Failpoint: env.failpoint()})
+		if err != nil {
+			return err
+		}
+		log := manifest.NewLog(d, lake.model)
+		verb := "deleted"
+		if *dryRun {
+			verb = "would delete"
+			for _, r := range res.Declared {
+				fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+			}
+		}
+		for _, k := range res.Deleted {
+			fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
+		}
+		fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes); %d runs or attempts declared abandoned\n",
+			lake.model, verb, len(res.Deleted), res.Bytes, len(res.Declared))
+		return nil
 	}
-	for _, k := range res.Deleted {
-		fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
-	}
-	fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes); %d runs or attempts declared abandoned\n",
-		lake.model, verb, len(res.Deleted), res.Bytes, len(res.Declared))
-	return nil
+	return cmd
 }

@@ -1,39 +1,56 @@
 // Package config reads highwater's YAML configuration: one source, one
-// destination and any number of models. Environment variables are expanded
-// in the file's text before it is parsed, so secrets stay out of it.
+// destination and any number of models.
+//
+// Environment variables are expanded in values only, after the YAML is
+// parsed: a value can never add keys, lists or comments, whatever it holds.
+// The rule is braces only: ${NAME} is the variable (an error when unset),
+// ${NAME:-default} the default when it is unset or empty, and $$ is a
+// literal $. Any other $ is kept as written, so $1 and dollar-quoted SQL
+// ($body$ ... $body$) in a source_query survive; an anonymous $$ quote is
+// written $$$$.
 package config
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net/url"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // File is the whole configuration.
 type File struct {
-	Source string  `yaml:"source"`
-	Dest   string  `yaml:"dest"`
-	Models []Model `yaml:"models"`
+	Source string `yaml:"source"`
+	// PasswordEnv names the environment variable holding the source's
+	// password, which is put into the source URL escaped, so that any
+	// password works. PGPASSWORD and ~/.pgpass work without it.
+	PasswordEnv string  `yaml:"password_env"`
+	Dest        string  `yaml:"dest"`
+	Models      []Model `yaml:"models"`
 	// Defaults apply to every model that does not set its own.
 	Defaults Tuning `yaml:"defaults"`
 }
 
 // Model is one exported dataset.
 type Model struct {
-	Name         string   `yaml:"name"`
-	Table        string   `yaml:"table"`
-	SourceQuery  string   `yaml:"source_query"`
-	PrimaryKey   []string `yaml:"primary_key"`
-	ModifiedAt   string   `yaml:"modified_at"`
-	TenantColumn string   `yaml:"tenant_column"`
-	Tenant       *string  `yaml:"tenant"`
+	Name         string  `yaml:"name"`
+	Table        string  `yaml:"table"`
+	SourceQuery  string  `yaml:"source_query"`
+	PrimaryKey   Columns `yaml:"primary_key"`
+	ModifiedAt   string  `yaml:"modified_at"`
+	TenantColumn string  `yaml:"tenant_column"`
+	Tenant       *string `yaml:"tenant"`
 	Tuning       `yaml:",inline"`
 }
 
@@ -44,6 +61,25 @@ type Tuning struct {
 	RowGroupSize   string `yaml:"row_group_size"`
 	PageRows       int    `yaml:"page_rows"`
 	TimeZone       string `yaml:"time_zone"`
+	Compression    string `yaml:"compression"`
+}
+
+// Columns is a list of column names; one name may be written without
+// brackets (primary_key: id).
+type Columns []string
+
+// UnmarshalYAML takes a scalar as a list of one.
+func (c *Columns) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		*c = Columns{n.Value}
+		return nil
+	}
+	var l []string
+	if err := n.Decode(&l); err != nil {
+		return err
+	}
+	*c = l
+	return nil
 }
 
 // Load reads and validates a configuration file.
@@ -55,41 +91,227 @@ func Load(path string) (*File, error) {
 	return Parse(raw, os.LookupEnv)
 }
 
-// Parse expands ${VAR} and $VAR with lookup, then decodes strictly:
-// unknown keys are an error, since a misspelt key silently ignored would
-// export the wrong thing. A variable that is not set is an error too: an
-// empty password or host would fail later with a less helpful message.
+// Parse decodes the YAML, expands environment variables in its values
+// with lookup (see the package comment), and decodes strictly: unknown keys
+// are an error, since a misspelt key silently ignored would export the
+// wrong thing. A variable that is not set and has no default is an error
+// too: an empty password or host would fail later with a less helpful
+// message. No expanded value, default included, is ever part of an error.
 func Parse(raw []byte, lookup func(string) (string, bool)) (*File, error) {
-	var missing, values []string
-	expanded := os.Expand(string(raw), func(name string) string {
-		v, ok := lookup(name)
-		if !ok && !slices.Contains(missing, name) {
-			missing = append(missing, name)
-		}
-		if v != "" {
-			values = append(values, v)
-		}
-		return v
-	})
-	if len(missing) > 0 {
-		return nil, fmt.Errorf("config uses environment variables that are not set: %s", strings.Join(missing, ", "))
+	var doc yaml.Node
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
+	ex := expander{lookup: lookup}
+	ex.walk(&doc)
+	if ex.err != nil {
+		return nil, ex.err
+	}
+	if len(ex.missing) > 0 {
+		return nil, fmt.Errorf("config uses environment variables that are not set: %s", strings.Join(ex.missing, ", "))
+	}
+	// yaml.v3 decodes a node without KnownFields: the expanded tree is
+	// encoded again and decoded strictly. Its values are scalars, so
+	// nothing in them can become structure.
+	expanded, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("parse config: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
 	dec.KnownFields(true)
 	var f File
-	if err := dec.Decode(&f); err != nil {
-		// yaml's messages may quote a value, which may be an expanded
-		// secret: every expanded value is blanked out of the message.
-		msg := err.Error()
-		for _, v := range values {
-			msg = strings.ReplaceAll(msg, v, "REDACTED")
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		var again yaml.Node
+		lines := map[int]int{}
+		if yaml.Unmarshal(expanded, &again) == nil {
+			lineMap(&doc, &again, lines)
 		}
-		return nil, fmt.Errorf("parse config: %s", msg)
+		return nil, decodeError(raw, err, ex.used, lines)
+	}
+	if f.PasswordEnv != "" {
+		pw, ok := lookup(f.PasswordEnv)
+		if !ok {
+			return nil, fmt.Errorf("config: password_env names %s, which is not set", f.PasswordEnv)
+		}
+		src, err := withPassword(f.Source, pw)
+		if err != nil {
+			return nil, err
+		}
+		f.Source = src
 	}
 	if err := f.Validate(); err != nil {
 		return nil, err
 	}
 	return &f, nil
+}
+
+// withPassword puts pw into a postgres:// URL, escaped.
+func withPassword(source, pw string) (string, error) {
+	u, err := url.Parse(source)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", errors.New("config: password_env needs source to be a postgres:// URL")
+	}
+	if _, set := u.User.Password(); set {
+		return "", errors.New("config: source holds a password and password_env names another: keep one")
+	}
+	u.User = url.UserPassword(u.User.Username(), pw)
+	return u.String(), nil
+}
+
+// expander expands the scalar values of a YAML tree.
+type expander struct {
+	lookup  func(string) (string, bool)
+	missing []string
+	used    []string // the variables expanded, named in error messages
+	err     error
+}
+
+func (e *expander) walk(n *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		// Keys are never expanded: only values.
+		for i := 1; i < len(n.Content); i += 2 {
+			e.walk(n.Content[i])
+		}
+	case yaml.DocumentNode, yaml.SequenceNode:
+		for _, c := range n.Content {
+			e.walk(c)
+		}
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "$") {
+			return
+		}
+		v, err := e.expand(n.Value)
+		if err != nil && e.err == nil {
+			e.err = fmt.Errorf("config line %d: %w", n.Line, err)
+		}
+		if v != n.Value {
+			n.Value = v
+			// The encoder quotes the value where it must, so it stays
+			// one scalar; its type is resolved again, as if written.
+			n.Style = 0
+			n.Tag = ""
+		}
+	}
+}
+
+// expand applies the braces-only rule to one value.
+func (e *expander) expand(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '$' && i+1 < len(s) && s[i+1] == '$':
+			b.WriteByte('$')
+			i++
+		case c == '$' && i+1 < len(s) && s[i+1] == '{':
+			end := strings.IndexByte(s[i:], '}')
+			if end < 0 {
+				return "", errors.New("a ${ has no closing }: write $$ for a literal $")
+			}
+			expr := s[i+2 : i+end]
+			name, def, hasDef := strings.Cut(expr, ":-")
+			if !validName(name) {
+				return "", fmt.Errorf("${%s} is not a variable name: write $$ for a literal $", name)
+			}
+			v, ok := e.lookup(name)
+			switch {
+			case hasDef && v == "":
+				v = def
+			case !ok:
+				if !slices.Contains(e.missing, name) {
+					e.missing = append(e.missing, name)
+				}
+			}
+			if !slices.Contains(e.used, name) {
+				e.used = append(e.used, name)
+			}
+			b.WriteString(v)
+			i += end
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), nil
+}
+
+// lineRef finds yaml's "line N" references in a message.
+var lineRef = regexp.MustCompile(`line \d+`)
+
+// decodeError explains a decode error of the expanded tree without quoting
+// an expanded value, which may be a secret: yaml's messages quote the value
+// they stumbled on. The file is decoded again as written, each ${VAR} still
+// its own name; when that fails on the same lines, its message says the
+// same and quotes only the file's text. Otherwise the trouble is in an
+// expanded value, and only its line is named. lines maps the lines of the
+// re-encoded tree, which yaml's message names, to the file's.
+func decodeError(raw []byte, err error, used []string, lines map[int]int) error {
+	msg := lineRef.ReplaceAllStringFunc(err.Error(), func(ref string) string {
+		n, _ := strconv.Atoi(strings.TrimPrefix(ref, "line "))
+		if orig, ok := lines[n]; ok {
+			n = orig
+		}
+		return "line " + strconv.Itoa(n)
+	})
+	if len(used) == 0 {
+		return &redact.Error{Msg: "parse config: " + msg, Err: err}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var f File
+	refs := lineRef.FindAllString(msg, -1)
+	nerr := dec.Decode(&f)
+	if nerr != nil && slices.Equal(lineRef.FindAllString(nerr.Error(), -1), refs) {
+		return &redact.Error{Msg: "parse config: " + nerr.Error(), Err: nerr}
+	}
+	// The file as written may fail on more lines (a ${VAR} where a number
+	// goes): its messages on the lines that failed are still the file's.
+	var te *yaml.TypeError
+	if errors.As(nerr, &te) {
+		var same []string
+		for _, e := range te.Errors {
+			if slices.Contains(refs, lineRef.FindString(e)) {
+				same = append(same, e)
+			}
+		}
+		if len(same) == len(refs) {
+			return &redact.Error{Msg: "parse config: yaml: unmarshal errors:\n  " + strings.Join(same, "\n  "), Err: nerr}
+		}
+	}
+	where := "a value"
+	if len(refs) > 0 {
+		where = strings.Join(slices.Compact(refs), ", ")
+	}
+	vars := make([]string, len(used))
+	for i, v := range used {
+		vars[i] = "${" + v + "}"
+	}
+	return &redact.Error{
+		Msg: fmt.Sprintf("parse config: %s: a value taken from the environment (%s) does not fit there: check the variable, or quote it in the file",
+			where, strings.Join(vars, ", ")),
+		Err: err,
+	}
+}
+
+// lineMap pairs the nodes of two trees of one shape, the file's and its
+// re-encoding's, and maps each line of the second to the line of the first.
+func lineMap(orig, again *yaml.Node, m map[int]int) {
+	m[again.Line] = orig.Line
+	for i := range min(len(orig.Content), len(again.Content)) {
+		lineMap(orig.Content[i], again.Content[i], m)
+	}
+}
+
+func validName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate checks the parts that need no connection.
@@ -122,6 +344,14 @@ func (f *File) Validate() error {
 		if _, err := ParseSize(t.RowGroupSize); err != nil {
 			return fmt.Errorf("config: model %q: row_group_size: %w", m.Name, err)
 		}
+		if t.PageRows < 0 {
+			return fmt.Errorf("config: model %q: page_rows %d: a page needs at least one row", m.Name, t.PageRows)
+		}
+		if t.TimeZone != "" {
+			if _, err := time.LoadLocation(t.TimeZone); err != nil {
+				return fmt.Errorf("config: model %q: time_zone %q is not an IANA time zone", m.Name, t.TimeZone)
+			}
+		}
 	}
 	return nil
 }
@@ -142,6 +372,9 @@ func (t Tuning) Merge(o Tuning) Tuning {
 	}
 	if o.TimeZone != "" {
 		t.TimeZone = o.TimeZone
+	}
+	if o.Compression != "" {
+		t.Compression = o.Compression
 	}
 	return t
 }

@@ -1,6 +1,8 @@
 package config
 
 import (
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,5 +62,113 @@ func TestParseErrorsHideExpandedSecrets(t *testing.T) {
 	_, err := Parse([]byte(doc), lookup(map[string]string{"PW": "hunter2"}))
 	if err == nil || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("want an error without the secret, got %v", err)
+	}
+}
+
+// TestExpandValuesOnly checks that a variable's value stays one value,
+// whatever it holds, and the braces-only rule.
+func TestExpandValuesOnly(t *testing.T) {
+	doc := `
+source: ${SRC}
+dest: ${DEST:-file:///default/lake}
+models:
+  - name: ${NAME}
+    source_query: SELECT id, updated_at, $body$ a $1 $x $$ b $body$ AS q, '$$$$' AS c FROM t
+    primary_key: id
+    modified_at: updated_at
+    compression: ${CODEC:-snappy}
+    page_rows: ${ROWS}
+`
+	env := map[string]string{
+		"SRC":  "postgres://u@h/db\nmodels: []\n# comment",
+		"NAME": "orders\n    table: evil",
+		"ROWS": "1000",
+	}
+	f, err := Parse([]byte(doc), lookup(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.Models[0]
+	if f.Source != env["SRC"] || m.Name != env["NAME"] || m.Table != "" || len(f.Models) != 1 {
+		t.Fatalf("a value changed the structure: %+v", f)
+	}
+	if f.Dest != "file:///default/lake" || m.Compression != "snappy" || m.PageRows != 1000 {
+		t.Fatalf("defaults or types: dest %q, compression %q, page_rows %d", f.Dest, m.Compression, m.PageRows)
+	}
+	if want := "SELECT id, updated_at, $body$ a $1 $x $ b $body$ AS q, '$$' AS c FROM t"; m.SourceQuery != want {
+		t.Fatalf("source_query\n got %q\nwant %q", m.SourceQuery, want)
+	}
+	if len(m.PrimaryKey) != 1 || m.PrimaryKey[0] != "id" {
+		t.Fatalf("primary_key: id read as %q", m.PrimaryKey)
+	}
+	// Keys are not expanded.
+	if _, err := Parse([]byte(strings.Replace(doc, "dest:", "${KEY}:", 1)), lookup(map[string]string{"SRC": "x", "NAME": "n", "ROWS": "1", "KEY": "dest"})); err == nil || !strings.Contains(err.Error(), "${KEY}") {
+		t.Fatalf("a key was expanded: %v", err)
+	}
+}
+
+func TestExpandRefuses(t *testing.T) {
+	for _, tc := range []struct{ name, value, want string }{
+		{"unclosed", "a ${B", "no closing }"},
+		{"not a name", "${1}", "not a variable name"},
+		{"unset", "${HW_NOT_SET}", "not set: HW_NOT_SET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(oneModel, "file:///lake", tc.value, 1)
+			_, err := Parse([]byte(doc), lookup(map[string]string{"PW": "x"}))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("want an error containing %q, got %v", tc.want, err)
+			}
+		})
+	}
+	// A default may be a secret: an error about the value never shows it.
+	doc := strings.Replace(oneModel, "lookback: 2m", "page_rows: ${HW_ROWS:-hunter3}", 1)
+	if _, err := Parse([]byte(doc), lookup(map[string]string{"PW": "x"})); err == nil || strings.Contains(err.Error(), "hunter3") {
+		t.Fatalf("want an error without the default, got %v", err)
+	}
+}
+
+// TestPasswordEnv checks that any password works through password_env.
+func TestPasswordEnv(t *testing.T) {
+	pw := `p@ss:w/rd?#%&"' $x`
+	doc := strings.Replace(oneModel, "source: postgres://u:${PW}@db/app", "source: postgres://u@db/app\npassword_env: HW_PW", 1)
+	f, err := Parse([]byte(doc), lookup(map[string]string{"HW_PW": pw}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(f.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := u.User.Password(); got != pw || u.User.Username() != "u" || u.Host != "db" || u.Path != "/app" {
+		t.Fatalf("source %q does not carry the password", f.Source)
+	}
+	if _, err := Parse([]byte(doc), lookup(nil)); err == nil || !strings.Contains(err.Error(), "HW_PW") {
+		t.Fatalf("unset password_env: %v", err)
+	}
+}
+
+// TestParseErrorsByStructure: whatever the expanded value, short or a
+// common word or YAML syntax, an error names the variable and the line and
+// neither quotes the value nor mangles the message.
+func TestParseErrorsByStructure(t *testing.T) {
+	const typeErr = "parse config: yaml: unmarshal errors:\n  line 9: cannot unmarshal !!str `${PW}` into int"
+	generic := regexp.MustCompile(`^parse config: line \d+: a value taken from the environment \(\$\{PW\}\) does not fit there: check the variable, or quote it in the file$`)
+	for _, pw := range []string{"a", "x", "ab", "user", "postgres", "parse", "line", "hunter2", "a: b", "'", "[x", "p #w", "пароль"} {
+		for _, tc := range []struct{ name, doc string }{
+			{"wrong type", strings.Replace(oneModel, "lookback: 2m", "page_rows: ${PW}", 1)},
+			{"value breaks the YAML", strings.Replace(oneModel, "postgres://u:${PW}@db/app", "${PW}", 1)},
+		} {
+			_, err := Parse([]byte(tc.doc), lookup(map[string]string{"PW": pw}))
+			if err == nil {
+				continue // the value happened to be valid there
+			}
+			// The message is one of two exact shapes, so nothing of
+			// the value can be in it, however short.
+			msg := err.Error()
+			if msg != typeErr && !generic.MatchString(msg) {
+				t.Errorf("%s, PW=%q: got %q", tc.name, pw, msg)
+			}
+		}
 	}
 }

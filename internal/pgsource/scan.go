@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/highwater-dev/highwater/manifest"
@@ -24,23 +25,28 @@ var ErrNullKey = errors.New("NULL in a primary key column")
 
 // Range bounds a scan: [From, To) on the modified-at column, plus the rows
 // whose modified-at is NULL when IncludeNull is set. A nil From is no
-// lower bound.
+// lower bound; IncludeBeyondTo drops the upper one.
 type Range struct {
-	From        *string
-	To          string
-	IncludeNull bool
+	From            *string
+	To              string
+	IncludeNull     bool
+	IncludeBeyondTo bool
 }
 
 // Row is one source row during a scan. Its values are only valid inside
 // the callback.
 type Row struct {
-	// Values are the binary wire values of the selected columns, in the
-	// order of Table.Columns; nil is NULL.
+	// Values are the wire values of the selected columns, in the order of
+	// Table.Columns and in the form the select expressions give them; nil
+	// is NULL.
 	Values [][]byte
 	// Mod is the modified-at value; ModNull when it is NULL.
 	Mod     Mod
 	ModNull bool
-	scan    *scan
+	// keyTexts are the ::text copies of the key columns that are not read
+	// from Values, in the order of scan.keyCopy.
+	keyTexts [][]byte
+	scan     *scan
 }
 
 // Cursor returns the row's position in (modified_at, pk) order.
@@ -49,11 +55,14 @@ func (r *Row) Cursor() (*manifest.Cursor, error) {
 }
 
 type scan struct {
-	src      *Source
-	t        *Table
-	exprs    []string
-	extraKey []int // per key column: index of its ::text copy, or -1
-	ncols    int
+	src   *Source
+	t     *Table
+	exprs []string // the mapping's, one per column, then the key copies
+	// keyCopy holds, per key column, the index in Row.keyTexts of its
+	// ::text copy, or -1 when its value in Row.Values is binary and
+	// keyText reads it.
+	keyCopy []int
+	ncols   int
 }
 
 // Scanner pages through a table.
@@ -72,7 +81,6 @@ type Scanner struct {
 	// last keeps the key values of the newest row passed to fn, since the
 	// row's own values are gone when the scan returns.
 	last     Row
-	lastBufs [][]byte
 	haveLast bool
 }
 
@@ -84,23 +92,28 @@ func (sc *Scanner) LastCursor() (*manifest.Cursor, error) {
 	return sc.cursorOf(&sc.last)
 }
 
-func (sc *Scanner) remember(row *Row) {
-	if sc.lastBufs == nil {
-		sc.lastBufs = make([][]byte, len(row.Values))
-		sc.last = Row{Values: make([][]byte, len(row.Values)), scan: &sc.scan}
+// keep copies src into dst's buffer. An empty value stays non-nil: nil is
+// NULL, and the empty string is a value.
+func keep(dst *[]byte, src []byte) {
+	if src == nil {
+		*dst = nil
+		return
 	}
-	keep := func(i int) {
-		if row.Values[i] == nil {
-			sc.last.Values[i] = nil
-			return
-		}
-		sc.lastBufs[i] = append(sc.lastBufs[i][:0], row.Values[i]...)
-		sc.last.Values[i] = sc.lastBufs[i]
+	if *dst == nil {
+		*dst = make([]byte, 0, len(src))
+	}
+	*dst = append((*dst)[:0], src...)
+}
+
+func (sc *Scanner) remember(row *Row) {
+	if sc.last.scan == nil {
+		sc.last = Row{Values: make([][]byte, len(row.Values)), keyTexts: make([][]byte, len(row.keyTexts)), scan: &sc.scan}
 	}
 	for j, i := range sc.t.keyIdx {
-		keep(i)
-		if x := sc.extraKey[j]; x >= 0 {
-			keep(x)
+		if x := sc.keyCopy[j]; x >= 0 {
+			keep(&sc.last.keyTexts[x], row.keyTexts[x])
+		} else {
+			keep(&sc.last.Values[i], row.Values[i])
 		}
 	}
 	sc.last.Mod, sc.last.ModNull = row.Mod, row.ModNull
@@ -113,8 +126,8 @@ func (sc *Scanner) sameAsLast(row *Row) bool {
 	if !sc.haveLast || row.ModNull != sc.last.ModNull || (!row.ModNull && row.Mod != sc.last.Mod) {
 		return false
 	}
-	for _, i := range sc.t.keyIdx {
-		if !bytes.Equal(row.Values[i], sc.last.Values[i]) {
+	for j := range sc.t.keyIdx {
+		if !bytes.Equal(sc.keyRaw(row, j), sc.keyRaw(&sc.last, j)) {
 			return false
 		}
 	}
@@ -123,16 +136,26 @@ func (sc *Scanner) sameAsLast(row *Row) bool {
 
 // NewScanner prepares to read t with the mapping's select expressions,
 // one per column of t.
+//
+// A key column whose select expression is the bare column and whose binary
+// form keyText reads is taken from the row as it is. Every other key column
+// is selected a second time as ::text, whatever the mapping makes of it
+// (the mapping may select a text form, as it does for an unconstrained
+// numeric): the cursor must be a literal that the column's type reads back
+// as the same value.
 func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
-	sc := &Scanner{scan: scan{src: s, t: t, exprs: selectExprs, ncols: len(selectExprs)}, PageRows: 50_000}
+	sc := &Scanner{scan: scan{src: s, t: t, exprs: slices.Clone(selectExprs), ncols: len(selectExprs)}, PageRows: 50_000}
+	copies := 0
 	for _, i := range t.keyIdx {
 		c := t.Columns[i]
-		if isFastKey(c.TypeOID) {
-			sc.extraKey = append(sc.extraKey, -1)
+		ref := "t." + quoteIdent(c.Name)
+		if isFastKey(c.TypeOID) && selectExprs[i] == ref {
+			sc.keyCopy = append(sc.keyCopy, -1)
 			continue
 		}
-		sc.extraKey = append(sc.extraKey, len(sc.exprs))
-		sc.exprs = append(sc.exprs, "t."+quoteIdent(c.Name)+"::text")
+		sc.keyCopy = append(sc.keyCopy, copies)
+		sc.exprs = append(sc.exprs, ref+"::text")
+		copies++
 	}
 	return sc
 }
@@ -156,6 +179,15 @@ func (t *Table) Quoted() []string {
 	return q
 }
 
+// keyRaw is the value of the j-th key column that its cursor literal is
+// made from: its ::text copy, or its binary value.
+func (s *scan) keyRaw(r *Row, j int) []byte {
+	if x := s.keyCopy[j]; x >= 0 {
+		return r.keyTexts[x]
+	}
+	return r.Values[s.t.keyIdx[j]]
+}
+
 func (s *scan) cursorOf(r *Row) (*manifest.Cursor, error) {
 	c := &manifest.Cursor{Key: make([]string, len(s.t.keyIdx))}
 	if !r.ModNull {
@@ -163,18 +195,15 @@ func (s *scan) cursorOf(r *Row) (*manifest.Cursor, error) {
 		c.ModifiedAt = &m
 	}
 	for j, i := range s.t.keyIdx {
-		raw := r.Values[i]
-		if x := s.extraKey[j]; x >= 0 {
-			raw = r.Values[x]
-		}
+		raw := s.keyRaw(r, j)
 		if raw == nil {
 			return nil, fmt.Errorf("%w %q", ErrNullKey, s.t.Columns[i].Name)
 		}
-		if s.extraKey[j] >= 0 {
+		if s.keyCopy[j] >= 0 {
 			c.Key[j] = string(raw)
 			continue
 		}
-		txt, _, err := keyText(s.t.Columns[i].TypeOID, raw)
+		txt, err := keyText(s.t.Columns[i].TypeOID, raw)
 		if err != nil {
 			return nil, fmt.Errorf("read key column %q: %w", s.t.Columns[i].Name, err)
 		}
@@ -238,28 +267,42 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 			keyParams = append(keyParams, cast(b.arg(after.Key[j]), c.TypeName))
 		}
 	}
+	// atCursor tells, by the types' own equality, which rows are at the
+	// cursor: a row whose key differs in bytes from the cursor's but equals
+	// it (numeric 1.0 and 1.00, citext 'a' and 'A') is a twin of the cursor
+	// row, not the next row.
+	atCursor := "false"
 	if nullPhase {
 		b.where = append(b.where, modRef+" IS NULL")
 		if after != nil {
-			b.where = append(b.where, fmt.Sprintf("(%s) >= (%s)", strings.Join(keyRefs, ", "), strings.Join(keyParams, ", ")))
+			lhs, rhs := "("+strings.Join(keyRefs, ", ")+")", "("+strings.Join(keyParams, ", ")+")"
+			b.where = append(b.where, lhs+" >= "+rhs)
+			atCursor = lhs + " = " + rhs
 		}
 	} else {
 		switch {
 		case after != nil:
-			b.where = append(b.where, fmt.Sprintf("(%s, %s) >= (%s, %s)", modRef, strings.Join(keyRefs, ", "),
-				cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", ")))
+			lhs := fmt.Sprintf("(%s, %s)", modRef, strings.Join(keyRefs, ", "))
+			rhs := fmt.Sprintf("(%s, %s)", cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", "))
+			b.where = append(b.where, lhs+" >= "+rhs)
+			atCursor = lhs + " = " + rhs
 		case rng.From != nil:
 			b.where = append(b.where, fmt.Sprintf("%s >= %s", modRef, cast(b.arg(*rng.From), mod.TypeName)))
 		}
-		b.where = append(b.where, fmt.Sprintf("%s < %s", modRef, cast(b.arg(rng.To), mod.TypeName)))
+		switch {
+		case !rng.IncludeBeyondTo:
+			b.where = append(b.where, fmt.Sprintf("%s < %s", modRef, cast(b.arg(rng.To), mod.TypeName)))
+		case after == nil && rng.From == nil:
+			b.where = append(b.where, modRef+" IS NOT NULL") // the NULL phase read those
+		}
 	}
 	s.tenantPredicate(&b)
 	order := keyRefs
 	if !nullPhase {
 		order = append([]string{modRef}, keyRefs...)
 	}
-	sql := fmt.Sprintf("%sSELECT %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
-		s.with(), modRef, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
+	sql := fmt.Sprintf("%sSELECT %s, %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
+		s.with(), modRef, atCursor, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
 		strings.Join(order, ", "), limit)
 	return sql, b.args
 }
@@ -294,49 +337,50 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cur
 		}
 		sc.Pages++
 		n, skipped := 0, false
+		// stop ends the page early. Its error must be made before: closing
+		// reads the rest of the page into the buffers that row points at,
+		// so an error made after it would describe another row.
+		stop := func(err error) error {
+			rows.Close()
+			return err
+		}
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
-			row.Values = raw[1:]
+			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:]
 			row.ModNull = raw[0] == nil
 			if !row.ModNull {
 				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
-					rows.Close()
-					return fmt.Errorf("read modified-at: %w", err)
+					return stop(fmt.Errorf("read modified-at: %w", err))
 				}
 			}
-			for _, i := range sc.t.keyIdx {
-				if row.Values[i] == nil {
-					rows.Close()
-					return fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription())
+			for j, i := range sc.t.keyIdx {
+				if sc.keyRaw(row, j) == nil {
+					return stop(fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription()))
 				}
 			}
-			if n == 1 && after != nil && !skipped {
+			if len(raw[1]) == 1 && raw[1][0] != 0 {
 				// A page starts at its cursor inclusively: its first row is
 				// normally the previous page's last, which is skipped once.
-				// It is remembered, so that a duplicate of it is caught.
-				c, err := row.Cursor()
-				if err != nil {
-					rows.Close()
-					return err
+				// It is remembered, so that a duplicate of it is caught; a
+				// second row at the cursor is one.
+				if skipped {
+					return stop(fmt.Errorf("%w: %s appears twice in %s, equal to %s to its type's comparison: keyset paging needs (modified_at, key) to be unique",
+						ErrDuplicateKey, row.keyDescription(), sc.t.describe(), sc.last.keyDescription()))
 				}
-				if cursorEqual(c, after) {
-					skipped = true
-					sc.remember(row)
-					continue
-				}
+				skipped = true
+				sc.remember(row)
+				continue
 			}
 			// Rows come in (modified_at, key) order, so a duplicate follows
 			// its twin at once.
 			if sc.sameAsLast(row) {
-				rows.Close()
-				return fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
-					ErrDuplicateKey, row.keyDescription(), sc.t.describe())
+				return stop(fmt.Errorf("%w: %s appears twice in %s: keyset paging needs (modified_at, key) to be unique",
+					ErrDuplicateKey, row.keyDescription(), sc.t.describe()))
 			}
 			sc.remember(row)
 			if err := fn(row); err != nil {
-				rows.Close()
-				return err
+				return stop(err)
 			}
 		}
 		rows.Close()
@@ -373,44 +417,22 @@ func (s *scan) cursorOfLenient(r *Row) (map[string]any, error) {
 		out[s.t.ModifiedAt] = FormatMod(s.t.ModKind, r.Mod)
 	}
 	for j, i := range s.t.keyIdx {
-		raw := r.Values[i]
+		raw := s.keyRaw(r, j)
 		name := s.t.Columns[i].Name
-		if x := s.extraKey[j]; x >= 0 {
-			raw = r.Values[x]
-			if raw != nil {
-				out[name] = string(raw)
-				continue
-			}
-		}
-		if raw == nil {
+		switch {
+		case raw == nil:
 			out[name] = nil
-			continue
+		case s.keyCopy[j] >= 0:
+			out[name] = string(raw)
+		default:
+			txt, err := keyText(s.t.Columns[i].TypeOID, raw)
+			if err != nil {
+				return nil, err
+			}
+			out[name] = txt
 		}
-		txt, _, err := keyText(s.t.Columns[i].TypeOID, raw)
-		if err != nil {
-			return nil, err
-		}
-		out[name] = txt
 	}
 	return out, nil
-}
-
-func cursorEqual(a, b *manifest.Cursor) bool {
-	if (a.ModifiedAt == nil) != (b.ModifiedAt == nil) {
-		return false
-	}
-	if a.ModifiedAt != nil && *a.ModifiedAt != *b.ModifiedAt {
-		return false
-	}
-	if len(a.Key) != len(b.Key) {
-		return false
-	}
-	for i := range a.Key {
-		if a.Key[i] != b.Key[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // checkPushdown explains the first page of a custom query and warns when
@@ -431,31 +453,34 @@ func (sc *Scanner) checkPushdown(ctx context.Context, sql string, args []any) {
 // Counts are the rows a scan of an incremental run cannot see.
 type Counts struct {
 	NullModifiedAt int64
-	BeyondTo       int64
+	// BeyondTo: stamped at or after the run's upper bound. Of those,
+	// Future are stamped after the source's clock (but not infinity), and
+	// Infinity 'infinity', which no upper bound ever passes.
+	BeyondTo, Future, Infinity int64
 }
 
-// CountUnseen counts the rows whose modified-at is NULL, and those stamped
-// at or past to, within the tenant.
-func (sc *Scanner) CountUnseen(ctx context.Context, to string) (Counts, error) {
+// CountUnseen counts, within the tenant, the rows whose modified-at is
+// NULL, and those stamped at or past to; tz reads the clock for a naive
+// column. One statement, whose predicates an index on modified-at serves.
+func (sc *Scanner) CountUnseen(ctx context.Context, to, tz string) (Counts, error) {
 	var out Counts
+	var b sqlBuilder
 	mod := sc.t.Columns[sc.t.modIdx]
-	modRef := "t." + quoteIdent(mod.Name)
-	for _, q := range []struct {
-		pred string
-		dst  *int64
-		to   bool
-	}{{modRef + " IS NULL", &out.NullModifiedAt, false}, {modRef + " >= ", &out.BeyondTo, true}} {
-		var b sqlBuilder
-		pred := q.pred
-		if q.to {
-			pred += cast(b.arg(to), mod.TypeName)
-		}
-		b.where = append(b.where, pred)
-		sc.tenantPredicate(&b)
-		sql := fmt.Sprintf("%sSELECT count(*) FROM %s WHERE %s", sc.with(), sc.from(), strings.Join(b.where, " AND "))
-		if err := sc.src.conn.QueryRow(ctx, sql, b.args...).Scan(q.dst); err != nil {
-			return out, sc.src.classify("count unseen rows", err)
-		}
+	m := "t." + quoteIdent(mod.Name)
+	toArg := cast(b.arg(to), mod.TypeName)
+	clock := "clock_timestamp()"
+	if sc.t.ModKind != ModTimestamptz {
+		clock = fmt.Sprintf("(clock_timestamp() AT TIME ZONE $%d::text)", b.arg(tz))
+	}
+	clock = fmt.Sprintf("CAST(%s AS %s)", clock, mod.TypeName)
+	inf := cast(b.arg("infinity"), mod.TypeName)
+	b.where = append(b.where, fmt.Sprintf("(%s IS NULL OR %s >= %s)", m, m, toArg))
+	sc.tenantPredicate(&b)
+	sql := fmt.Sprintf(`%sSELECT count(*) FILTER (WHERE %[2]s IS NULL), count(*) FILTER (WHERE %[2]s >= %[3]s),
+	count(*) FILTER (WHERE %[2]s > %[4]s AND %[2]s <> %[5]s), count(*) FILTER (WHERE %[2]s = %[5]s)
+FROM %[6]s WHERE %[7]s`, sc.with(), m, toArg, clock, inf, sc.from(), strings.Join(b.where, " AND "))
+	if err := sc.src.conn.QueryRow(ctx, sql, b.args...).Scan(&out.NullModifiedAt, &out.BeyondTo, &out.Future, &out.Infinity); err != nil {
+		return out, sc.src.classify("count unseen rows", err)
 	}
 	return out, nil
 }

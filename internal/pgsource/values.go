@@ -136,44 +136,121 @@ func (m Mod) Sub(kind ModKind, d time.Duration) Mod {
 	return m - Mod(d.Microseconds())
 }
 
-// keyText turns the binary value of a key column into a literal, for the
-// types whose binary form is simple. ok is false for the others, which are
-// selected a second time as ::text.
-func keyText(oid uint32, raw []byte) (text string, ok bool, err error) {
+// keyText turns the binary value of a key column into a literal of its
+// type, for the types isFastKey lists; the others are selected a second
+// time as ::text.
+func keyText(oid uint32, raw []byte) (string, error) {
 	switch oid {
 	case pgtype.Int2OID:
-		return strconv.FormatInt(int64(int16(binary.BigEndian.Uint16(raw))), 10), true, nil
+		if len(raw) != 2 {
+			return "", fmt.Errorf("int2 of %d bytes", len(raw))
+		}
+		return strconv.FormatInt(int64(int16(binary.BigEndian.Uint16(raw))), 10), nil
 	case pgtype.Int4OID:
-		return strconv.FormatInt(int64(int32(binary.BigEndian.Uint32(raw))), 10), true, nil
+		if len(raw) != 4 {
+			return "", fmt.Errorf("int4 of %d bytes", len(raw))
+		}
+		return strconv.FormatInt(int64(int32(binary.BigEndian.Uint32(raw))), 10), nil
 	case pgtype.Int8OID:
-		return strconv.FormatInt(int64(binary.BigEndian.Uint64(raw)), 10), true, nil
+		if len(raw) != 8 {
+			return "", fmt.Errorf("int8 of %d bytes", len(raw))
+		}
+		return strconv.FormatInt(int64(binary.BigEndian.Uint64(raw)), 10), nil
 	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
-		return string(raw), true, nil
+		return string(raw), nil
 	case pgtype.BoolOID:
-		return strconv.FormatBool(raw[0] != 0), true, nil
+		if len(raw) != 1 {
+			return "", fmt.Errorf("bool of %d bytes", len(raw))
+		}
+		return strconv.FormatBool(raw[0] != 0), nil
 	case pgtype.UUIDOID:
 		if len(raw) != 16 {
-			return "", false, fmt.Errorf("uuid of %d bytes", len(raw))
+			return "", fmt.Errorf("uuid of %d bytes", len(raw))
 		}
 		b := raw
-		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), true, nil
+		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 	case pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID:
 		kind := map[uint32]ModKind{pgtype.DateOID: ModDate, pgtype.TimestampOID: ModTimestamp, pgtype.TimestamptzOID: ModTimestamptz}[oid]
 		m, err := modFromBinary(kind, raw)
 		if err != nil {
-			return "", false, err
+			return "", err
 		}
-		return FormatMod(kind, m), true, nil
+		return FormatMod(kind, m), nil
 	case pgtype.NumericOID:
-		var n pgtype.Numeric
-		if err := pgtype.NewMap().Scan(pgtype.NumericOID, pgtype.BinaryFormatCode, raw, &n); err != nil {
-			return "", false, err
-		}
-		v, err := n.Value()
-		if err != nil {
-			return "", false, err
-		}
-		return v.(string), true, nil
+		return numericText(raw)
 	}
-	return "", false, nil
+	return "", fmt.Errorf("no binary reader for key type %d", oid)
+}
+
+// Sign words of PostgreSQL's binary numeric.
+const (
+	numericPos  = 0x0000
+	numericNeg  = 0x4000
+	numericNaN  = 0xC000
+	numericPInf = 0xD000
+	numericNInf = 0xF000
+)
+
+// numericText writes a binary numeric as numeric_out does: every digit, to
+// its display scale, so that the literal reads back as the same value.
+func numericText(raw []byte) (string, error) {
+	if len(raw) < 8 {
+		return "", fmt.Errorf("numeric header of %d bytes", len(raw))
+	}
+	ndigits := int(int16(binary.BigEndian.Uint16(raw)))
+	weight := int(int16(binary.BigEndian.Uint16(raw[2:])))
+	sign := binary.BigEndian.Uint16(raw[4:])
+	dscale := int(binary.BigEndian.Uint16(raw[6:]))
+	switch sign {
+	case numericNaN:
+		return "NaN", nil
+	case numericPInf:
+		return "Infinity", nil
+	case numericNInf:
+		return "-Infinity", nil
+	case numericPos, numericNeg:
+	default:
+		return "", fmt.Errorf("numeric sign %#x", sign)
+	}
+	if ndigits < 0 || len(raw) != 8+2*ndigits || dscale > 0x3fff {
+		return "", fmt.Errorf("numeric of %d digits in %d bytes, scale %d", ndigits, len(raw), dscale)
+	}
+	for k := range ndigits {
+		if d := binary.BigEndian.Uint16(raw[8+2*k:]); d > 9999 {
+			return "", fmt.Errorf("numeric digit %d", d)
+		}
+	}
+	// digit is the base-10000 digit of weight w (10000^w), zero outside
+	// the stored ones.
+	digit := func(w int) int {
+		k := weight - w
+		if k < 0 || k >= ndigits {
+			return 0
+		}
+		return int(binary.BigEndian.Uint16(raw[8+2*k:]))
+	}
+	var b []byte
+	if sign == numericNeg {
+		b = append(b, '-')
+	}
+	if weight < 0 {
+		b = append(b, '0')
+	}
+	for w := weight; w >= 0; w-- {
+		d := digit(w)
+		if w == weight {
+			b = strconv.AppendInt(b, int64(d), 10)
+		} else {
+			b = fmt.Appendf(b, "%04d", d)
+		}
+	}
+	if dscale > 0 {
+		b = append(b, '.')
+		frac := len(b)
+		for w := -1; len(b)-frac < dscale; w-- {
+			b = fmt.Appendf(b, "%04d", digit(w))
+		}
+		b = b[:frac+dscale]
+	}
+	return string(b), nil
 }

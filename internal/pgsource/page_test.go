@@ -1,0 +1,230 @@
+package pgsource
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/manifest"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// pageTable is a model whose identifiers all need quoting, keyed on two
+// columns, with a tenant, as Discover would return it.
+func pageTable(query string) *Table {
+	tenant := "acme'); DROP TABLE items; --"
+	t := &Table{
+		Spec: Spec{
+			Query:        query,
+			PrimaryKey:   []string{"Tenant Id", `odd"key`},
+			ModifiedAt:   "Updated At",
+			TenantColumn: "org",
+			Tenant:       &tenant,
+		},
+		Columns: []formats.Column{
+			{Name: "Updated At", TypeOID: pgtype.TimestamptzOID, Typmod: -1, TypeName: "timestamp with time zone"},
+			{Name: "Tenant Id", TypeOID: pgtype.Int8OID, Typmod: -1, TypeName: "bigint"},
+			{Name: `odd"key`, TypeOID: pgtype.TextOID, Typmod: -1, TypeName: "text"},
+			{Name: "org", TypeOID: pgtype.TextOID, Typmod: -1, TypeName: "text"},
+			{Name: "select", TypeOID: pgtype.JSONBOID, Typmod: -1, TypeName: "jsonb"},
+		},
+		ModKind:   ModTimestamptz,
+		modIdx:    0,
+		keyIdx:    []int{1, 2},
+		tenantIdx: 3,
+	}
+	if query == "" {
+		t.Table = `"My Schema"."It""ems"`
+		t.Relation = `"My Schema"."It""ems"`
+	}
+	return t
+}
+
+var placeholder = regexp.MustCompile(`\$(\d+)`)
+
+// TestPageSQL checks the shape of every kind of page: each value reaches
+// the server as a bind parameter (never as SQL text), each identifier is
+// quoted, and a cursor on a composite key is one row comparison over
+// (modified_at, key...), in the order of ORDER BY.
+func TestPageSQL(t *testing.T) {
+	from := "2024-01-01 00:00:00.000001+00 'from"
+	to := "2024-02-01 00:00:00+00 'to"
+	mod := "2024-01-15 12:00:00+00 'cursor"
+	after := &manifest.Cursor{ModifiedAt: &mod, Key: []string{"41 'k1", `x"); DELETE FROM t; --`}}
+	afterNull := &manifest.Cursor{Key: []string{"7 'n1", "O'Brien"}}
+	const (
+		modRef  = `t."Updated At"`
+		keyRefs = `t."Tenant Id", t."odd""key"`
+	)
+	castRe := func(typ string) string { return `CAST\(\$(\d+)::text AS ` + regexp.QuoteMeta(typ) + `\)` }
+	tenantPred := regexp.MustCompile(regexp.QuoteMeta(`t."org" = `) + castRe("text"))
+
+	for _, tc := range []struct {
+		name      string
+		query     string
+		rng       Range
+		after     *manifest.Cursor
+		nullPhase bool
+		// where are the predicates, each with the value its parameters
+		// must carry, in order.
+		where []pred
+		order string
+	}{
+		{
+			name: "first page of an incremental run",
+			rng:  Range{From: &from, To: to},
+			where: []pred{
+				{regexp.QuoteMeta(modRef+" >= ") + castRe("timestamp with time zone"), []string{from}},
+				{regexp.QuoteMeta(modRef+" < ") + castRe("timestamp with time zone"), []string{to}},
+			},
+			order: modRef + ", " + keyRefs,
+		},
+		{
+			name: "first page of a full run",
+			rng:  Range{To: to},
+			where: []pred{
+				{regexp.QuoteMeta(modRef+" < ") + castRe("timestamp with time zone"), []string{to}},
+			},
+			order: modRef + ", " + keyRefs,
+		},
+		{
+			name:  "page after a cursor",
+			rng:   Range{From: &from, To: to},
+			after: after,
+			where: []pred{
+				{regexp.QuoteMeta("("+modRef+", "+keyRefs+") >= (") + castRe("timestamp with time zone") + ", " +
+					castRe("bigint") + ", " + castRe("text") + `\)`, []string{mod, after.Key[0], after.Key[1]}},
+				{regexp.QuoteMeta(modRef+" < ") + castRe("timestamp with time zone"), []string{to}},
+			},
+			order: modRef + ", " + keyRefs,
+		},
+		{
+			name:      "first page of the NULL phase",
+			rng:       Range{From: &from, To: to, IncludeNull: true},
+			nullPhase: true,
+			where:     []pred{{regexp.QuoteMeta(modRef + " IS NULL"), nil}},
+			order:     keyRefs,
+		},
+		{
+			name:      "NULL phase after a cursor",
+			rng:       Range{To: to, IncludeNull: true},
+			after:     afterNull,
+			nullPhase: true,
+			where: []pred{
+				{regexp.QuoteMeta(modRef + " IS NULL"), nil},
+				{regexp.QuoteMeta("("+keyRefs+") >= (") + castRe("bigint") + ", " + castRe("text") + `\)`, afterNull.Key},
+			},
+			order: keyRefs,
+		},
+		{
+			name:  "source query after a cursor",
+			query: "SELECT * FROM items WHERE note <> 'x';",
+			rng:   Range{To: to},
+			after: after,
+			where: []pred{
+				{regexp.QuoteMeta("("+modRef+", "+keyRefs+") >= (") + castRe("timestamp with time zone") + ", " +
+					castRe("bigint") + ", " + castRe("text") + `\)`, []string{mod, after.Key[0], after.Key[1]}},
+				{regexp.QuoteMeta(modRef+" < ") + castRe("timestamp with time zone"), []string{to}},
+			},
+			order: modRef + ", " + keyRefs,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tab := pageTable(tc.query)
+			sc := (&Source{}).NewScanner(tab, tab.Quoted())
+			sql, args := sc.pageSQL(tc.rng, tc.after, tc.nullPhase, 500)
+
+			// Every value is a parameter: none is in the text, each
+			// placeholder $1..$n is used exactly once, and the arguments are
+			// the values the predicates name plus the tenant.
+			values := []string{*tab.Tenant, from, to, mod}
+			values = append(values, after.Key...)
+			values = append(values, afterNull.Key...)
+			for _, v := range values {
+				if strings.Contains(sql, v) {
+					t.Errorf("the value %q is in the SQL text:\n%s", v, sql)
+				}
+			}
+			used := map[int]int{}
+			for _, m := range placeholder.FindAllStringSubmatch(sql, -1) {
+				n, _ := strconv.Atoi(m[1])
+				used[n]++
+			}
+			if len(used) != len(args) {
+				t.Errorf("%d placeholders for %d arguments:\n%s", len(used), len(args), sql)
+			}
+			// A page after a cursor names the cursor's parameters twice:
+			// in its WHERE, and in the flag that marks the rows at the
+			// cursor (checked below).
+			reuse := 1
+			if tc.after != nil {
+				reuse = 2
+			}
+			for n := 1; n <= len(args); n++ {
+				if used[n] < 1 || used[n] > reuse {
+					t.Errorf("$%d is used %d times:\n%s", n, used[n], sql)
+				}
+			}
+
+			// The predicates, each with its values bound in order.
+			where := strings.SplitN(sql, "\nWHERE ", 2)
+			if len(where) != 2 {
+				t.Fatalf("no WHERE clause:\n%s", sql)
+			}
+			conds := strings.Split(strings.SplitN(where[1], "\nORDER BY ", 2)[0], "\n  AND ")
+			want := append(tc.where, pred{tenantPred.String(), []string{*tab.Tenant}})
+			if len(conds) != len(want) {
+				t.Fatalf("predicates %q, want %d", conds, len(want))
+			}
+			for i, p := range want {
+				m := regexp.MustCompile("^" + p.re + "$").FindStringSubmatch(conds[i])
+				if m == nil {
+					t.Errorf("predicate %d is %s, want the form %s", i, conds[i], p.re)
+					continue
+				}
+				for j, v := range p.values {
+					n, _ := strconv.Atoi(m[j+1])
+					if got := args[n-1]; got != v {
+						t.Errorf("predicate %d binds $%d = %v, want %q", i, n, got, v)
+					}
+				}
+			}
+
+			if !strings.Contains(sql, "\nORDER BY "+tc.order+"\nLIMIT 500") {
+				t.Errorf("want ORDER BY %s LIMIT 500:\n%s", tc.order, sql)
+			}
+			wantFrom := "\nFROM " + tab.Relation + " AS t\n"
+			if tc.query != "" {
+				wantFrom = "\nFROM q AS t\n"
+				if !strings.HasPrefix(sql, "WITH q AS (\nSELECT * FROM items WHERE note <> 'x'\n)\n") {
+					t.Errorf("the source query is not the statement's CTE q:\n%s", sql)
+				}
+			}
+			if !strings.Contains(sql, wantFrom) {
+				t.Errorf("want %q in:\n%s", wantFrom, sql)
+			}
+			// The modified-at column first, then whether the row is at the
+			// cursor, by the same row comparison as the WHERE, then every
+			// column quoted.
+			atCursor := "false"
+			for _, c := range conds {
+				if tc.after != nil && strings.Contains(c, ") >= (") {
+					atCursor = strings.Replace(c, ") >= (", ") = (", 1)
+				}
+			}
+			sel := "SELECT " + modRef + ", " + atCursor + `, t."Updated At", t."Tenant Id", t."odd""key", t."org", t."select"`
+			if !strings.Contains(sql, sel+"\nFROM") {
+				t.Errorf("want %s in:\n%s", sel, sql)
+			}
+		})
+	}
+}
+
+// pred is a regular expression for one predicate, whose capture groups
+// are the numbers of the parameters that must carry values.
+type pred struct {
+	re     string
+	values []string
+}

@@ -1,0 +1,129 @@
+package manifest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/highwater-dev/highwater/internal/objstore"
+)
+
+// ErrGap: a commit below the newest one is missing from the log, so the
+// state cannot be folded. Nothing is read as state or written while there
+// is one: a commit written into the gap would fork the history, and one
+// written after it would build on a state that lacks the lost commit.
+var ErrGap = errors.New("the commit log has a gap")
+
+// Names in <model>/_manifests/. Commits and state checkpoints share the
+// directory and a 20-digit zero-padded seq, so that their names sort in seq
+// order in every store's listing.
+const (
+	commitSuffix     = ".json"
+	checkpointSuffix = ".checkpoint.json"
+	hintName         = "_last_checkpoint"
+	seqDigits        = 20
+)
+
+func commitKey(seq int64) string     { return fmt.Sprintf("%0*d%s", seqDigits, seq, commitSuffix) }
+func checkpointKey(seq int64) string { return fmt.Sprintf("%0*d%s", seqDigits, seq, checkpointSuffix) }
+
+// parseLogName reads a name built by commitKey or checkpointKey. Anything
+// else in the directory (the hint, a probe, a stranger's file) is not ok.
+func parseLogName(name string) (seq int64, checkpoint, ok bool) {
+	digits, checkpoint := strings.CutSuffix(name, checkpointSuffix)
+	if !checkpoint {
+		var isCommit bool
+		if digits, isCommit = strings.CutSuffix(name, commitSuffix); !isCommit {
+			return 0, false, false
+		}
+	}
+	if len(digits) != seqDigits || strings.Trim(digits, "0123456789") != "" {
+		return 0, false, false
+	}
+	seq, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || seq < 1 {
+		return 0, false, false
+	}
+	return seq, checkpoint, true
+}
+
+// Listing is what one listing of a model's _manifests/ shows.
+type Listing struct {
+	Commits     []int64 // ascending
+	Checkpoints []int64 // ascending
+	Hint        bool    // _last_checkpoint exists
+}
+
+// List lists the model's log. It is the one way the head is found: probing
+// seq+1 until a read fails takes the first missing commit for the end.
+// Stores list in pages (S3: 1000 keys); objstore.List follows them, so the
+// cost grows with the length of the log, one request per thousand commits
+// and checkpoints.
+func (l *Log) List(ctx context.Context) (*Listing, error) {
+	var ls Listing
+	err := l.bucket.List(ctx, l.Key("_manifests")+"/", func(a objstore.Attrs) error {
+		name := path.Base(a.Key)
+		if name == hintName {
+			ls.Hint = true
+			return nil
+		}
+		seq, checkpoint, ok := parseLogName(name)
+		switch {
+		case !ok:
+		case checkpoint:
+			ls.Checkpoints = append(ls.Checkpoints, seq)
+		default:
+			ls.Commits = append(ls.Commits, seq)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the log: %w", err)
+	}
+	// Lexical order is seq order for names of equal length; sorting again
+	// keeps the gap check right whatever a backend's order.
+	slices.Sort(ls.Commits)
+	slices.Sort(ls.Checkpoints)
+	return &ls, nil
+}
+
+// Gap returns the first missing seq and the evidence that it once existed:
+// the next commit, or a state checkpoint that folds past the last commit.
+// missing is 0 when the log is whole.
+func (ls *Listing) Gap() (missing int64, evidence string) {
+	for i, seq := range ls.Commits {
+		if want := int64(i + 1); seq != want {
+			return want, fmt.Sprintf("commit %d exists", seq)
+		}
+	}
+	last := int64(len(ls.Commits))
+	if n := len(ls.Checkpoints); n > 0 && ls.Checkpoints[n-1] > last {
+		return last + 1, fmt.Sprintf("state checkpoint %d folds the log up to there", ls.Checkpoints[n-1])
+	}
+	return 0, ""
+}
+
+// Head returns the newest commit's seq (0 for an empty log), or ErrGap.
+func (ls *Listing) Head() (int64, error) {
+	if missing, evidence := ls.Gap(); missing > 0 {
+		return 0, gapError(missing, evidence)
+	}
+	return int64(len(ls.Commits)), nil
+}
+
+func gapError(missing int64, evidence string) error {
+	return fmt.Errorf("%w: commit %d is missing, yet %s: restore it from a copy of the lake; nothing is written to the model until then (highwater verify checks the rest)", ErrGap, missing, evidence)
+}
+
+// Head lists the log and returns its newest commit's seq, or ErrGap.
+func (l *Log) Head(ctx context.Context) (int64, error) {
+	ls, err := l.List(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return ls.Head()
+}
