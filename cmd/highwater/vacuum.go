@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/vacuum"
 )
 
 func cmdVacuum(env *environment) *cobra.Command {
@@ -36,7 +36,7 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			return err
 		}
 		defer d.Close()
-		res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
+		res, err := vacuum.Run(ctx, d, vacuum.Options{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
 			Logger: env.logger, Failpoint: env.failpoint()})
 		if err != nil {
 			return err
