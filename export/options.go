@@ -19,10 +19,11 @@ var (
 	// ErrIdentity: the destination holds state of another table, tenant or
 	// source.
 	ErrIdentity = errors.New("the destination's state belongs to another model")
-	// ErrRaceLost: another export committed after this run was planned.
+	// ErrRaceLost: another export committed after this run was planned, or
+	// another attempt of the run committed it; it wraps
+	// manifest.ErrSuperseded or manifest.ErrCommitted. A run a vacuum
+	// declared dead fails with manifest.ErrAbandoned.
 	ErrRaceLost = errors.New("another export committed first")
-	// ErrAbandoned: a vacuum declared this run dead.
-	ErrAbandoned = errors.New("the run was declared abandoned")
 	// ErrUnsafeLookback: the lookback is too short for what the source
 	// lets the upper bound see (a hot standby).
 	ErrUnsafeLookback = errors.New("lookback too short for this source")

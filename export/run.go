@@ -181,23 +181,22 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 	kind := r.opts.kind()
 	for i := len(runs) - 1; i >= 0; i-- {
 		id := runs[i]
-		if _, done := st.Runs[id]; done {
-			continue
-		}
-		if _, dead := st.Abandoned[id]; dead {
+		if st.Ended(id) != nil {
 			continue
 		}
 		p, err := r.log.ReadPlan(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		if manifest.MovesWatermark(kind) && manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			// An export committed since this plan, and since every older
-			// plan, was made: none of them can commit any more.
-			return false, nil
-		}
 		if p.Kind != kind || p.Identity.Diff(r.id) != "" {
 			continue
+		}
+		if err := r.log.Live(ctx, st, p); errors.Is(err, manifest.ErrSuperseded) {
+			// What killed this plan came after every older plan of its
+			// kind was made too: none of them can commit any more.
+			return false, nil
+		} else if err != nil {
+			return false, err
 		}
 		if kind == manifest.KindBackfill && !r.sameWindow(ctx, p) {
 			continue
@@ -669,28 +668,21 @@ func (r *runner) fileMetadata() map[string]string {
 }
 
 // commit appends the run to the log. It rebases over commits that leave
-// the watermark alone, and gives up when another export moved it.
+// its plan live (manifest.Kills), and gives up when one killed it.
 func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (*manifest.Commit, *manifest.State, error) {
 	p := r.plan
 	r.opts.Failpoint("before-commit")
-	for {
-		st, err := r.log.ReadState(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	builds := 0
+	c, st, err := r.log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
+		if builds++; builds > 1 {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
 		}
 		adopt, err := r.checkIdentity(st)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if _, dead := st.Abandoned[p.RunID]; dead {
-			return nil, nil, fmt.Errorf("run %s: %w by a vacuum; run the export again", p.RunID, ErrAbandoned)
-		}
-		if seq, done := st.Runs[p.RunID]; done {
-			return nil, nil, fmt.Errorf("run %s was committed at seq %d by another attempt: %w", p.RunID, seq, ErrRaceLost)
-		}
-		if manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			return nil, nil, fmt.Errorf("%w: seq %d moved the watermark of %s after run %s was planned on seq %d; its plan is abandoned, run the export again",
-				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
+		if err := r.log.Live(ctx, st, p); err != nil {
+			return nil, deadRun(err)
 		}
 		c := &manifest.Commit{
 			Kind: p.Kind, RunID: p.RunID, Identity: r.id, AdoptsIdentity: adopt, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
@@ -708,17 +700,28 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 				c.Removed = append(c.Removed, f.Key)
 			}
 		}
-		err = r.log.Commit(ctx, st, c)
-		if errors.Is(err, manifest.ErrConflict) {
-			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("commit run %s: %w", p.RunID, err)
-		}
-		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
-		return c, st, nil
+		return c, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
+	return c, st, nil
+}
+
+// deadRun says what a script does about a plan the log made dead: a run
+// that another export or attempt overtook lost the race (exit 4, rerun);
+// one that a vacuum declared abandoned is run again.
+func deadRun(err error) error {
+	switch {
+	case errors.Is(err, manifest.ErrSuperseded):
+		return fmt.Errorf("%w: %w; its plan is abandoned, run the export again", ErrRaceLost, err)
+	case errors.Is(err, manifest.ErrCommitted):
+		return fmt.Errorf("%w: %w by another attempt", ErrRaceLost, err)
+	case errors.Is(err, manifest.ErrAbandoned):
+		return fmt.Errorf("%w; run the export again", err)
+	}
+	return err
 }
 
 // below reports whether the literal a lies before b; unreadable literals
