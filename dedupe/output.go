@@ -2,17 +2,14 @@ package dedupe
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
-	"io"
 	"sync"
 	"sync/atomic"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -43,6 +40,7 @@ type outputs struct {
 	files    []manifest.File
 	bytesOut int64
 	rowsOut  int64
+	progress *progress.Counter
 	part     *outPart
 	partOf   int      // the bucket of part
 	fill     *rgJob   // the row group being filled
@@ -54,21 +52,10 @@ type outputs struct {
 
 type outPart struct {
 	file     manifest.File
-	w        formats.FileWriter
-	pipe     *io.PipeWriter
-	sum      hash.Hash
-	n        int64
-	done     chan error
-	cancel   context.CancelFunc
+	up       *objstore.Upload
+	w        *formats.FileWriter
 	min, max int64
 	anyMod   bool
-}
-
-func (p *outPart) Write(b []byte) (int, error) {
-	n, err := p.pipe.Write(b)
-	p.sum.Write(b[:n])
-	p.n += int64(n)
-	return n, err
 }
 
 // rgJob is one row group on its way through an encoder: the rows as
@@ -196,7 +183,9 @@ func (o *outputs) submit() error {
 			return err
 		}
 	}
-	if o.part.n >= o.target {
+	// Row groups are committed whole, so the estimate is the bytes
+	// written: the one rule by which files roll.
+	if o.part.w.EstimatedSize() >= o.target {
 		err := o.drain()
 		if err == nil {
 			err = o.closePart()
@@ -209,13 +198,8 @@ func (o *outputs) submit() error {
 			return err
 		}
 	}
-	rg, err := formats.BeginRowGroup(o.part.w)
-	if err != nil {
-		o.recycle(j)
-		return fmt.Errorf("write %s: %w", o.part.file.Key, err)
-	}
 	p := o.part
-	j.part, j.rg = p, rg
+	j.part, j.rg = p, formats.BeginRowGroup(p.w)
 	if j.anyMod {
 		if !p.anyMod || j.min < p.min {
 			p.min = j.min
@@ -262,28 +246,22 @@ func (o *outputs) recycle(j *rgJob) {
 }
 
 func (o *outputs) open(bucket int) error {
-	ctx, cancel := context.WithCancel(o.ctx)
-	pr, pw := io.Pipe()
 	key := manifest.DataKey(o.runID, o.attempt, int(o.seq.Add(1)))
-	b := bucket
-	p := &outPart{file: manifest.File{Key: key, SchemaID: o.schemaID, Bucket: &b}, pipe: pw, sum: sha256.New(),
-		done: make(chan error, 1), cancel: cancel}
-	go func() {
-		err := o.bucket.Put(ctx, o.log.Key(key), pr, objstore.PutOptions{ContentType: "application/vnd.apache.parquet"})
-		pr.CloseWithError(fmt.Errorf("upload ended: %v", err))
-		p.done <- err
-	}()
-	kv := map[string]string{"highwater.bucket": fmt.Sprint(bucket)}
+	up := objstore.NewUpload(o.ctx, o.bucket, o.log.Key(key), objstore.PutOptions{ContentType: formats.ContentType})
+	kv := map[string]string{manifest.MetaBucket: fmt.Sprint(bucket)}
 	for k, v := range o.kv {
 		kv[k] = v
 	}
-	w, err := formats.NewSchemaWriter(p, o.schema, formats.WriterOptions{Codec: o.codec, KeyValue: kv, Build: o.build})
+	// Row groups are cut here (submit) and committed whole, so the writer
+	// itself bounds none.
+	w, err := formats.NewFileWriter(up, o.schema, formats.WriterOptions{Codec: o.codec, KeyValue: kv, Build: o.build})
 	if err != nil {
-		p.abort()
+		up.Abort()
 		return fmt.Errorf("start %s: %w", key, err)
 	}
-	p.w = w
-	o.part, o.partOf = p, bucket
+	b := bucket
+	o.part = &outPart{file: manifest.File{Key: key, SchemaID: o.schemaID, Bucket: &b}, up: up, w: w}
+	o.partOf = bucket
 	return nil
 }
 
@@ -309,20 +287,17 @@ func (o *outputs) closePart() error {
 		p.file.MinModifiedAt, p.file.MaxModifiedAt = &lo, &hi
 	}
 	if err := p.w.Close(); err != nil {
-		p.abort()
+		p.up.Abort()
 		return fmt.Errorf("finish %s: %w", p.file.Key, err)
 	}
-	p.pipe.Close()
-	err := <-p.done
-	p.cancel()
-	if err != nil {
+	var err error
+	if p.file.Bytes, p.file.SHA256, err = p.up.Close(); err != nil {
 		return fmt.Errorf("upload %s: %w", p.file.Key, err)
 	}
-	p.file.Bytes = p.n
-	p.file.SHA256 = hex.EncodeToString(p.sum.Sum(nil))
 	o.files = append(o.files, p.file)
-	o.bytesOut += p.n
+	o.bytesOut += p.file.Bytes
 	o.rowsOut += p.file.Rows
+	o.progress.AddFile(p.file.Bytes)
 	return nil
 }
 
@@ -334,13 +309,7 @@ func (o *outputs) abort() {
 	}
 	o.pending, o.fill = nil, nil
 	if o.part != nil {
-		o.part.abort()
+		o.part.up.Abort()
 		o.part = nil
 	}
-}
-
-func (p *outPart) abort() {
-	p.cancel()
-	p.pipe.CloseWithError(context.Canceled)
-	<-p.done
 }

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/highwater-dev/highwater/dedupe"
-	"github.com/highwater-dev/highwater/dedupe/synth"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/synth"
 )
 
 // TestParallelBucket: a bucket is rewritten on several cores (its row

@@ -22,6 +22,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/vacuum"
 )
 
 var pg pgtest.Shared
@@ -96,7 +97,7 @@ func (s *source) sourceRows() []string {
 		s.t.Fatal(err)
 	}
 	defer src.Close(ctx)
-	rows, err := src.Conn().Query(ctx, `SELECT id, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), name, price::text FROM items ORDER BY id`)
+	rows, err := src.Conn().Query(ctx, `SELECT id, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), name, price::text FROM public.items ORDER BY id`)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestCrashAndVacuum(t *testing.T) {
 	s.assertExact()
 
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	dry, err := dedupe.Vacuum(context.Background(), d, dedupe.VacuumOptions{Model: "items", OlderThan: time.Minute, DryRun: true, Now: later})
+	dry, err := vacuum.Run(context.Background(), d, vacuum.Options{Model: "items", OlderThan: time.Minute, DryRun: true, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +318,10 @@ func TestCrashAndVacuum(t *testing.T) {
 		t.Fatalf("a dry run deleted files")
 	}
 	// Within the retention nothing goes.
-	if young, err := dedupe.Vacuum(context.Background(), d, dedupe.VacuumOptions{Model: "items", OlderThan: 24 * time.Hour, Now: later}); err != nil || len(young.Deleted) != 0 {
+	if young, err := vacuum.Run(context.Background(), d, vacuum.Options{Model: "items", OlderThan: 24 * time.Hour, Now: later}); err != nil || len(young.Deleted) != 0 {
 		t.Fatalf("vacuum within the retention: %+v, %v", young, err)
 	}
-	res, err := dedupe.Vacuum(context.Background(), d, dedupe.VacuumOptions{Model: "items", OlderThan: time.Minute, Now: later})
+	res, err := vacuum.Run(context.Background(), d, vacuum.Options{Model: "items", OlderThan: time.Minute, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,19 +15,17 @@ import (
 // The file's codec compresses the pages of every row group encoding at
 // once, so it must be safe for concurrent use.
 type RowGroup struct {
-	f    *fileWriter
+	f    *FileWriter
 	rg   *parquet.ConcurrentRowGroupWriter
 	open []bounds // the BYTE_ARRAY statistics of this row group
 }
 
 // BeginRowGroup starts a row group of f. It may be called while other row
 // groups of f are being encoded, but not concurrently with f's other
-// methods or Commit. A committed row group must not be used again.
-func BeginRowGroup(fw FileWriter) (*RowGroup, error) {
-	f, ok := fw.(*fileWriter)
-	if !ok {
-		return nil, fmt.Errorf("begin row group: %T cannot encode row groups apart", fw)
-	}
+// methods or Commit. A committed row group must not be used again. Its
+// BYTE_ARRAY statistics reach the footer, and its page indexes are
+// compacted, as those of f's own row groups are (see FileWriter.footer).
+func BeginRowGroup(f *FileWriter) *RowGroup {
 	var g *RowGroup
 	if n := len(f.spare); n > 0 {
 		g, f.spare = f.spare[n-1], f.spare[:n-1]
@@ -38,7 +36,7 @@ func BeginRowGroup(fw FileWriter) (*RowGroup, error) {
 	for i := range g.open {
 		g.open[i] = bounds{utf8: f.open[i].utf8}
 	}
-	return g, nil
+	return g
 }
 
 // WriteRows adds rows to the row group.

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/highwater-dev/highwater/dedupe/synth"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgtest"
+	"github.com/highwater-dev/highwater/internal/synth"
 	"github.com/jackc/pgx/v5"
 )
 

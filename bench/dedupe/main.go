@@ -25,7 +25,7 @@
 //
 // It prints every round, the medians and the ratios (DuckDB time /
 // highwater time, highwater RSS / DuckDB RSS) with the load average.
-// -lake synth writes a synthetic lake instead (dedupe/synth: shuffled ids,
+// -lake synth writes a synthetic lake instead (internal/synth: shuffled ids,
 // 64 MiB files), without PostgreSQL.
 //
 //	go run ./bench/dedupe [-lake real|synth] [-rows N] [-updates N] [-incr F] [-repeat N]
@@ -72,7 +72,7 @@ type config struct {
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.lake, "lake", "real", "how the lake is built: `real` (highwater export from PostgreSQL) or synth (dedupe/synth)")
+	flag.StringVar(&cfg.lake, "lake", "real", "how the lake is built: `real` (highwater export from PostgreSQL) or synth (internal/synth)")
 	flag.IntVar(&cfg.rows, "rows", 5_000_000, "rows of the table (of the first export)")
 	flag.IntVar(&cfg.updates, "updates", 1_000_000, "rows updated, then exported again, before the first dedupe")
 	flag.Float64Var(&cfg.incr, "incr", 0.1, "fraction of the keys updated and exported before the incremental dedupe (0: none)")

@@ -28,6 +28,7 @@ import (
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Exit codes. They are part of the interface: schedulers branch on them.
@@ -66,6 +67,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		stderr = &terminal{f: f}
+	}
 	env := &environment{stdout: stdout, stderr: stderr, getenv: os.Getenv, build: buildInfo()}
 	return execute(ctx, env, args)
 }
@@ -374,6 +378,9 @@ func newLoggerChecked(w io.Writer, o logOptions, getenv func(string) string) (*s
 }
 
 func isTerminal(w io.Writer) bool {
+	if _, ok := w.(*terminal); ok {
+		return true
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -448,7 +455,7 @@ func (l *lakeFlags) check(needModel bool) error {
 func checkDest(raw, tenant string) error {
 	if strings.Contains(raw, "{tenant}") {
 		if tenant == "" {
-			return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", destination.Redact(raw))
+			return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", redact.URL(raw))
 		}
 		raw = strings.ReplaceAll(raw, "{tenant}", "tenant")
 	}
@@ -458,20 +465,20 @@ func checkDest(raw, tenant string) error {
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return usageErr("parse destination URL %q: %v", destination.Redact(raw), err)
+		return usageErr("parse destination URL %q: %v", redact.URL(raw), err)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "":
-		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", destination.Redact(raw))
+		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", redact.URL(raw))
 	case "file":
 		return nil
 	case "s3", "gs", "azblob", "az":
 		if u.Host == "" {
-			return usageErr("destination %q names no bucket", destination.Redact(raw))
+			return usageErr("destination %q names no bucket", redact.URL(raw))
 		}
 		return nil
 	}
-	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", destination.Redact(raw), u.Scheme)
+	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 }
 
 func usageErr(format string, args ...any) error {

@@ -23,6 +23,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore/mem"
 	"github.com/highwater-dev/highwater/internal/objstore/retry"
 	"github.com/highwater-dev/highwater/internal/objstore/s3"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Destination is an opened lake root.
@@ -46,7 +47,7 @@ func (d *Destination) String() string { return d.base }
 func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 	if strings.Contains(raw, "{tenant}") {
 		if tenant == "" {
-			return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", Redact(raw))
+			return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", redact.URL(raw))
 		}
 		// A tenant names exactly one path segment: it may never reach
 		// another tenant's prefix or climb out of its own.
@@ -57,14 +58,14 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("parse destination URL %q: %w", Redact(raw), stripURLError(err))
+		return nil, &redact.Error{Msg: fmt.Sprintf("parse destination URL %q: %s", redact.URL(raw), redact.ParseError(raw, err)), Err: err}
 	}
 	switch u.Scheme {
 	case "":
-		return nil, fmt.Errorf("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", Redact(raw))
+		return nil, fmt.Errorf("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", redact.URL(raw))
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("destination %q: a file URL takes an absolute path, as file:///path", Redact(raw))
+			return nil, fmt.Errorf("destination %q: a file URL takes an absolute path, as file:///path", redact.URL(raw))
 		}
 		if err := checkSegments(u.Path); err != nil {
 			return nil, err
@@ -80,18 +81,18 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 	}
 	opener, ok := cloudOpeners[u.Scheme]
 	if !ok {
-		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", Redact(raw), u.Scheme)
+		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if err := checkSegments(prefix); err != nil {
 		return nil, err
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("destination %q names no bucket", Redact(raw))
+		return nil, fmt.Errorf("destination %q names no bucket", redact.URL(raw))
 	}
 	b, err := opener(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("open destination %s: %w", Redact(raw), err)
+		return nil, fmt.Errorf("open destination %s: %w", redact.URL(raw), err)
 	}
 	base := u.Scheme + "://" + u.Host
 	if prefix != "" {
@@ -146,33 +147,4 @@ func checkSegments(p string) error {
 		}
 	}
 	return nil
-}
-
-// Redact removes credentials (user info and secret-looking query values)
-// from a URL so that it can be printed.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	q := u.Query()
-	for k := range q {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") ||
-			strings.Contains(lk, "password") || strings.Contains(lk, "sig") {
-			q.Set(k, "REDACTED")
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func stripURLError(err error) error {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
-	}
-	return err
 }
