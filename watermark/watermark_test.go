@@ -115,6 +115,10 @@ func TestParseRefuses(t *testing.T) {
 		{Timestamptz, "2024-01-01 00:00:00.000000", ErrSyntax},
 		{Timestamptz, "2024-01-01 00:00:00.000000+01", ErrSyntax},
 		{Timestamp, "300000-01-01 00:00:00", ErrRange},
+		// Years whose day count would overflow: refused, not wrapped.
+		{Date, "9000000000000000000-01-01", ErrRange},
+		{Date, "100000000000000000-01-01", ErrRange},
+		{Date, "25000000000000000-01-01 BC", ErrRange},
 		{Date, "", ErrSyntax},
 	} {
 		if _, err := Parse(tc.kind, tc.lit); !errors.Is(err, tc.want) {
@@ -163,6 +167,17 @@ func TestSub(t *testing.T) {
 		}
 		if got := Format(tc.kind, v.Sub(tc.kind, tc.lookback)); got != tc.want {
 			t.Errorf("%s %q - %s = %q, want %q", tc.kind, tc.from, tc.lookback, got, tc.want)
+		}
+	}
+}
+
+// Sub never reaches -infinity, or wraps past it, from a finite value.
+func TestSubFloor(t *testing.T) {
+	for _, k := range []Kind{Date, Timestamp, Timestamptz} {
+		for _, v := range []Value{NegInfinity + 1, NegInfinity + 2} {
+			if got := v.Sub(k, 48*time.Hour); got != NegInfinity+1 {
+				t.Errorf("%s %d - 48h = %d, want %d", k, v, got, NegInfinity+1)
+			}
 		}
 	}
 }
