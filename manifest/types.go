@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // FormatVersion is the version of the state written by this build;
@@ -147,24 +148,13 @@ func (id Identity) Completes(other Identity) bool {
 	return id.Diff(other) == ""
 }
 
-// Interval is the half-open range [From, To) of the modified-at column that
-// a run reads. Values are PostgreSQL literals in the column's own type.
-type Interval struct {
-	From *string `json:"from"` // nil: no lower bound
-	To   string  `json:"to"`
-	// IncludeNull: rows whose modified-at is NULL are read too (first run and
-	// full refresh).
-	IncludeNull bool `json:"include_null,omitempty"`
-	// IncludeBeyondTo: rows stamped at or after To are read too (a full
-	// refresh, which replaces every earlier file, reads every stamp).
-	IncludeBeyondTo bool `json:"include_beyond_to,omitempty"`
-}
-
-// Cursor is a position in (modified_at, pk...) order.
-type Cursor struct {
-	ModifiedAt *string  `json:"modified_at"` // nil for a row with NULL modified-at
-	Key        []string `json:"key"`
-}
+// Interval is the half-open range of the modified-at column that a run
+// reads; Cursor is a position in (modified_at, pk...) order. Both are the
+// watermark package's, so that there is one rule for what they mean.
+type (
+	Interval = watermark.Interval
+	Cursor   = watermark.Cursor
+)
 
 // Metrics are counted by every export.
 type Metrics struct {
