@@ -15,8 +15,8 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -122,7 +122,7 @@ type work struct {
 	bucketed map[int][]manifest.File
 	order    map[string]int // committed position of every file
 	floor    *int64         // tombstones older than this are dropped
-	modKind  pgsource.ModKind
+	modKind  watermark.Kind
 }
 
 func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*work, string, error) {
@@ -180,7 +180,7 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 		if err != nil {
 			return nil, "", err
 		}
-		wm, err := pgsource.ParseMod(w.modKind, *st.Watermark)
+		wm, err := watermark.Parse(w.modKind, *st.Watermark)
 		if err != nil {
 			return nil, "", fmt.Errorf("read the committed watermark: %w", err)
 		}
@@ -188,7 +188,7 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 		// A stuck transaction can hold the next run's from below the
 		// lookback: its rows could still bring older versions.
 		if st.FromFloor != nil {
-			if ff, err := pgsource.ParseMod(w.modKind, *st.FromFloor); err == nil && ff < floor {
+			if ff, err := watermark.Parse(w.modKind, *st.FromFloor); err == nil && ff < floor {
 				floor = ff
 			}
 		}
@@ -218,10 +218,10 @@ func (r *runner) lookback(ctx context.Context, st *manifest.State) (time.Duratio
 		}
 		return d, nil
 	}
-	return DefaultLookback, nil
+	return watermark.DefaultLookback, nil
 }
 
-func modKindOf(st *manifest.State) (pgsource.ModKind, error) {
+func modKindOf(st *manifest.State) (watermark.Kind, error) {
 	if st.Schema != nil {
 		for _, f := range st.Schema.Fields {
 			if f.Name != st.Identity.ModifiedAt {
@@ -229,11 +229,11 @@ func modKindOf(st *manifest.State) (pgsource.ModKind, error) {
 			}
 			switch f.Logical {
 			case "DATE":
-				return pgsource.ModDate, nil
+				return watermark.Date, nil
 			case "TIMESTAMP(MICROS,false)":
-				return pgsource.ModTimestamp, nil
+				return watermark.Timestamp, nil
 			case "TIMESTAMP(MICROS,true)":
-				return pgsource.ModTimestamptz, nil
+				return watermark.Timestamptz, nil
 			}
 			return 0, fmt.Errorf("modified-at column %q is written as %s %s, not as a timestamp or date", f.Name, f.Physical, f.Logical)
 		}

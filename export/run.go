@@ -13,6 +13,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
@@ -89,7 +90,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
 		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, TenantColumn: t.TenantColumn, Tenant: t.Tenant,
 	}
-	if t.ModKind != pgsource.ModTimestamptz {
+	if t.ModKind != watermark.Timestamptz {
 		r.id.TimeZone = tz
 	}
 	st, err := r.log.ReadState(ctx)
@@ -271,26 +272,26 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	case st.Watermark == nil:
 		p.Interval = manifest.Interval{To: bound.To, IncludeNull: true}
 	default:
-		wm, err := pgsource.ParseMod(t.ModKind, *st.Watermark)
+		wm, err := watermark.Parse(t.ModKind, *st.Watermark)
 		if err != nil {
 			return fmt.Errorf("read the committed watermark: %w", err)
 		}
 		from := wm.Sub(t.ModKind, r.opts.Lookback)
 		if st.FromFloor != nil {
-			if floor, err := pgsource.ParseMod(t.ModKind, *st.FromFloor); err == nil && floor < from {
+			if floor, err := watermark.Parse(t.ModKind, *st.FromFloor); err == nil && floor < from {
 				from = floor
 			}
 		}
-		if t.ModKind == pgsource.ModTimestamp {
+		if t.ModKind == watermark.Timestamp {
 			from = r.widenForFallBack(tz, from, time.UnixMicro(bound.Now))
 		}
-		if t.ModKind == pgsource.ModDate && bound.WatermarkMod < from {
+		if t.ModKind == watermark.Date && bound.WatermarkMod < from {
 			// The bound's day can still receive rows, whatever an older
 			// version (whose date watermark was the end of the day) or a
 			// clock stepped back committed.
 			from = bound.WatermarkMod
 		}
-		f := pgsource.FormatMod(t.ModKind, from)
+		f := watermark.Format(t.ModKind, from)
 		p.Interval = manifest.Interval{From: &f, To: bound.To}
 		if bound.WatermarkMod < wm {
 			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.Watermark, *st.Watermark)
@@ -308,44 +309,14 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 }
 
 // widenForFallBack lowers a naive from when the zone's clocks fell back
-// between from and now: rows stamped in the repeated hour carry wall times
-// below from. A naive from is ambiguous inside the repeated hour itself, so
-// it is taken at its earliest reading, which widens the most.
-func (r *runner) widenForFallBack(tz string, from pgsource.Mod, now time.Time) pgsource.Mod {
+// between from and now (see watermark.WidenForFallBack).
+func (r *runner) widenForFallBack(tz string, from watermark.Value, now time.Time) watermark.Value {
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		r.warnf("time zone %q is unknown to highwater, so a daylight-saving fall-back is not widened for: %v", tz, err)
 		return from
 	}
-	if d := earliestOffset(from, loc) - offsetAt(now, loc); d > 0 {
-		return from - pgsource.Mod(int64(d)*1_000_000)
-	}
-	return from
-}
-
-// earliestOffset is the largest UTC offset under which the naive wall time
-// occurs in loc: the offset of its first occurrence.
-func earliestOffset(wall pgsource.Mod, loc *time.Location) int {
-	asUTC := time.UnixMicro(int64(wall)).UTC()
-	best, found := 0, false
-	// The offsets in force within a few hours either side include every
-	// reading of an ambiguous wall time.
-	for _, probe := range []time.Duration{-6 * time.Hour, 0, 6 * time.Hour} {
-		off := offsetAt(asUTC.Add(probe), loc)
-		instant := asUTC.Add(-time.Duration(off) * time.Second)
-		if offsetAt(instant, loc) == off && (!found || off > best) {
-			best, found = off, true
-		}
-	}
-	if !found {
-		return offsetAt(asUTC, loc) // a wall time skipped by a spring-forward
-	}
-	return best
-}
-
-func offsetAt(t time.Time, loc *time.Location) int {
-	_, off := t.In(loc).Zone()
-	return off
+	return watermark.WidenForFallBack(from, loc, now)
 }
 
 func deref(s *string) string {
@@ -368,20 +339,20 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	}
 	p := r.plan
 	t := r.table
-	var prevWM, from, toMod *pgsource.Mod
+	var prevWM, from, toMod *watermark.Value
 	if p.Interval.IncludeBeyondTo {
 		// The rows beyond to are read, and counted as they pass.
-		if m, err := pgsource.ParseMod(t.ModKind, p.Interval.To); err == nil {
+		if m, err := watermark.Parse(t.ModKind, p.Interval.To); err == nil {
 			toMod = &m
 		}
 	}
 	if p.PrevWatermark != nil && p.Kind != manifest.KindBackfill {
-		if m, err := pgsource.ParseMod(t.ModKind, *p.PrevWatermark); err == nil {
+		if m, err := watermark.Parse(t.ModKind, *p.PrevWatermark); err == nil {
 			prevWM = &m
 		}
 	}
 	if p.Interval.From != nil {
-		if m, err := pgsource.ParseMod(t.ModKind, *p.Interval.From); err == nil {
+		if m, err := watermark.Parse(t.ModKind, *p.Interval.From); err == nil {
 			from = &m
 		}
 	}
@@ -421,7 +392,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 				return nil
 			}
 		}
-		var lastMod pgsource.Mod
+		var lastMod watermark.Value
 		var lastNull bool
 		send := func(row *pgsource.Row) error {
 			last, err := row.Cursor()
@@ -430,7 +401,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 			}
 			b.last = last
 			if !lastNull {
-				m := pgsource.FormatMod(t.ModKind, lastMod)
+				m := watermark.Format(t.ModKind, lastMod)
 				b.maxMod = &m
 			}
 			select {
@@ -441,8 +412,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 			b = nil
 			return nil
 		}
-		rng := pgsource.Range{From: p.Interval.From, To: p.Interval.To, IncludeNull: p.Interval.IncludeNull, IncludeBeyondTo: p.Interval.IncludeBeyondTo}
-		err := sc.Scan(ctx, rng, start,
+		err := sc.Scan(ctx, p.Interval, start,
 			func(row *pgsource.Row) error {
 				if b == nil {
 					if b = take(); b == nil {
@@ -472,7 +442,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					m.RowsNullModifiedAt++
 				} else {
 					if b.minMod == nil {
-						s := pgsource.FormatMod(t.ModKind, row.Mod)
+						s := watermark.Format(t.ModKind, row.Mod)
 						b.minMod = &s
 					}
 					if toMod != nil && row.Mod >= *toMod {
@@ -493,7 +463,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		if err == nil && b != nil && len(b.rows) > 0 {
 			if b.last, err = sc.LastCursor(); err == nil {
 				if !lastNull {
-					m := pgsource.FormatMod(t.ModKind, lastMod)
+					m := watermark.Format(t.ModKind, lastMod)
 					b.maxMod = &m
 				}
 				select {
@@ -691,8 +661,8 @@ func (r *runner) advance(prev *string, to string) *string {
 		return &to
 	}
 	kind := r.table.ModKind
-	pm, err1 := pgsource.ParseMod(kind, *prev)
-	tm, err2 := pgsource.ParseMod(kind, to)
+	pm, err1 := watermark.Parse(kind, *prev)
+	tm, err2 := watermark.Parse(kind, to)
 	if err1 == nil && err2 == nil && tm < pm {
 		return prev
 	}

@@ -213,7 +213,11 @@ func TestWidenForFallBack(t *testing.T) {
 		want string
 	}{
 		// Before the fall-back, read after it: the repeated hour is read again.
+		{"2024-11-03 00:30:00.000000", fallBack.Add(45 * time.Minute), "2024-11-02 23:30:00.000000"},
+		// Inside the repeated hour: taken at its first reading.
 		{"2024-11-03 01:30:00.000000", fallBack.Add(time.Hour), "2024-11-03 00:30:00.000000"},
+		// Both after it: nothing to widen.
+		{"2024-11-03 03:00:00.000000", fallBack.Add(150 * time.Minute), "2024-11-03 03:00:00.000000"},
 		// No change of offset between from and now: nothing to widen.
 		{"2024-07-01 12:00:00.000000", time.Date(2024, 7, 1, 17, 0, 0, 0, time.UTC), "2024-07-01 12:00:00.000000"},
 		// A spring-forward skips wall times; nothing is repeated.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -68,7 +68,7 @@ func New(dest *destination.Destination, model string) (*Lake, error) {
 		schema: manifest.NewSchema(m.Fields(), Columns),
 		id: manifest.Identity{SystemID: "synthetic", Database: "synth", Relation: "public.items",
 			PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"},
-		TargetFileBytes: 64 << 20, RowGroupRows: 100_000, Lookback: 30 * time.Second,
+		TargetFileBytes: 64 << 20, RowGroupRows: 100_000, Lookback: watermark.DefaultLookback,
 	}, nil
 }
 
@@ -102,7 +102,7 @@ func (l *Lake) Export(ctx context.Context, n int, gen func(i int, r *Row)) (*man
 		if err := l.dest.Put(ctx, l.log.Key(key), tmp, objstoreOpts); err != nil {
 			return fmt.Errorf("upload %s: %w", key, err)
 		}
-		lo, hi := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(minF)), pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(maxF))
+		lo, hi := watermark.Format(watermark.Timestamptz, watermark.Value(minF)), watermark.Format(watermark.Timestamptz, watermark.Value(maxF))
 		files = append(files, manifest.File{Key: key, Rows: fileRows, Bytes: size, SchemaID: l.schema.ID, MinModifiedAt: &lo, MaxModifiedAt: &hi})
 		tmp.Close()
 		os.Remove(tmp.Name())
@@ -160,7 +160,7 @@ func (l *Lake) Export(ctx context.Context, n int, gen func(i int, r *Row)) (*man
 		}
 	}
 	tmp = nil
-	wm := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(maxMod+1))
+	wm := watermark.Format(watermark.Timestamptz, watermark.Value(maxMod+1))
 	if st.Watermark != nil && *st.Watermark > wm {
 		wm = *st.Watermark
 	}
