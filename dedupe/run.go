@@ -182,15 +182,18 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 		}
 		wm, err := watermark.Parse(w.modKind, *st.Watermark)
 		if err != nil {
-			return nil, "", fmt.Errorf("read the committed watermark: %w", err)
+			return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.Watermark, err)
 		}
 		floor := wm.Sub(w.modKind, lookback)
 		// A stuck transaction can hold the next run's from below the
-		// lookback: its rows could still bring older versions.
+		// lookback: its rows could still bring older versions, so an
+		// unreadable floor must not drop their tombstones.
 		if st.FromFloor != nil {
-			if ff, err := watermark.Parse(w.modKind, *st.FromFloor); err == nil && ff < floor {
-				floor = ff
+			ff, err := watermark.Parse(w.modKind, *st.FromFloor)
+			if err != nil {
+				return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.FromFloor, err)
 			}
+			floor = min(floor, ff)
 		}
 		f := int64(floor)
 		w.floor = &f

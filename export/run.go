@@ -274,13 +274,17 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	default:
 		wm, err := watermark.Parse(t.ModKind, *st.Watermark)
 		if err != nil {
-			return fmt.Errorf("read the committed watermark: %w", err)
+			return fmt.Errorf("read the committed watermark %q: %w", *st.Watermark, err)
 		}
 		from := wm.Sub(t.ModKind, r.opts.Lookback)
 		if st.FromFloor != nil {
-			if floor, err := watermark.Parse(t.ModKind, *st.FromFloor); err == nil && floor < from {
-				from = floor
+			// The floor holds from below a transaction still open at the
+			// last run: ignoring an unreadable one would skip its rows.
+			floor, err := watermark.Parse(t.ModKind, *st.FromFloor)
+			if err != nil {
+				return fmt.Errorf("read the committed watermark %q: %w", *st.FromFloor, err)
 			}
+			from = min(from, floor)
 		}
 		if t.ModKind == watermark.Timestamp {
 			from = r.widenForFallBack(tz, from, time.UnixMicro(bound.Now))
@@ -339,22 +343,32 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	}
 	p := r.plan
 	t := r.table
+	// The bounds the rows are counted against.
+	parse := func(lit *string) (*watermark.Value, error) {
+		if lit == nil {
+			return nil, nil
+		}
+		v, err := watermark.Parse(t.ModKind, *lit)
+		if err != nil {
+			return nil, fmt.Errorf("read the committed watermark %q: %w", *lit, err)
+		}
+		return &v, nil
+	}
 	var prevWM, from, toMod *watermark.Value
+	var err error
 	if p.Interval.IncludeBeyondTo {
 		// The rows beyond to are read, and counted as they pass.
-		if m, err := watermark.Parse(t.ModKind, p.Interval.To); err == nil {
-			toMod = &m
+		if toMod, err = parse(&p.Interval.To); err != nil {
+			return metrics, nil, err
 		}
 	}
-	if p.PrevWatermark != nil && p.Kind != manifest.KindBackfill {
-		if m, err := watermark.Parse(t.ModKind, *p.PrevWatermark); err == nil {
-			prevWM = &m
+	if p.Kind != manifest.KindBackfill {
+		if prevWM, err = parse(p.PrevWatermark); err != nil {
+			return metrics, nil, err
 		}
 	}
-	if p.Interval.From != nil {
-		if m, err := watermark.Parse(t.ModKind, *p.Interval.From); err == nil {
-			from = &m
-		}
+	if from, err = parse(p.Interval.From); err != nil {
+		return metrics, nil, err
 	}
 	sc := r.src.NewScanner(t, r.mapping.SelectExprs(t.Quoted()))
 	sc.PageRows = r.opts.PageRows
@@ -476,7 +490,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		readErr <- err
 	}()
 
-	files, metrics, err := r.writeFiles(ctx, batches, free, readErr, files, metrics)
+	files, metrics, err = r.writeFiles(ctx, batches, free, readErr, files, metrics)
 	if err != nil {
 		return metrics, nil, err
 	}
@@ -632,7 +646,9 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 			Warnings: r.warn,
 		}
 		if manifest.MovesWatermark(p.Kind) {
-			c.Watermark = r.advance(st.Watermark, cmp.Or(p.Watermark, p.Interval.To))
+			if c.Watermark, err = r.advance(st.Watermark, cmp.Or(p.Watermark, p.Interval.To)); err != nil {
+				return nil, nil, err
+			}
 			// This run's observation: nil clears the floor once the stuck
 			// transaction has ended.
 			c.FromFloor = p.FromFloor
@@ -655,16 +671,24 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 	}
 }
 
-// advance returns the watermark after a run to to: never backwards.
-func (r *runner) advance(prev *string, to string) *string {
+// advance returns the watermark after a run to to: never backwards. It
+// refuses a watermark it cannot read rather than guess which way is
+// forward.
+func (r *runner) advance(prev *string, to string) (*string, error) {
 	if prev == nil {
-		return &to
+		return &to, nil
 	}
 	kind := r.table.ModKind
-	pm, err1 := watermark.Parse(kind, *prev)
-	tm, err2 := watermark.Parse(kind, to)
-	if err1 == nil && err2 == nil && tm < pm {
-		return prev
+	pm, err := watermark.Parse(kind, *prev)
+	if err != nil {
+		return nil, fmt.Errorf("read the committed watermark %q: %w", *prev, err)
 	}
-	return &to
+	tm, err := watermark.Parse(kind, to)
+	if err != nil {
+		return nil, fmt.Errorf("read the planned watermark %q: %w", to, err)
+	}
+	if tm < pm {
+		return prev, nil
+	}
+	return &to, nil
 }
