@@ -172,7 +172,7 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 			return nil, fmt.Sprintf("nothing was committed since the last dedupe (seq %d): every file is in its bucket", st.Seq), nil
 		}
 	}
-	if w.modKind, err = modKindOf(st); err != nil {
+	if w.modKind, err = st.ModifiedAtKind(); err != nil {
 		return nil, "", err
 	}
 	if !r.opts.KeepTombstones && st.Watermark != nil {
@@ -222,26 +222,6 @@ func (r *runner) lookback(ctx context.Context, st *manifest.State) (time.Duratio
 		return d, nil
 	}
 	return watermark.DefaultLookback, nil
-}
-
-func modKindOf(st *manifest.State) (watermark.Kind, error) {
-	if st.Schema != nil {
-		for _, f := range st.Schema.Fields {
-			if f.Name != st.Identity.ModifiedAt {
-				continue
-			}
-			switch f.Logical {
-			case "DATE":
-				return watermark.Date, nil
-			case "TIMESTAMP(MICROS,false)":
-				return watermark.Timestamp, nil
-			case "TIMESTAMP(MICROS,true)":
-				return watermark.Timestamptz, nil
-			}
-			return 0, fmt.Errorf("modified-at column %q is written as %s %s, not as a timestamp or date", f.Name, f.Physical, f.Logical)
-		}
-	}
-	return 0, fmt.Errorf("the committed schema has no modified-at column %q", st.Identity.ModifiedAt)
 }
 
 // round plans, rewrites and commits once. again means another dedupe or a

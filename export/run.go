@@ -88,7 +88,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.id = manifest.Identity{
 		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
-		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, TenantColumn: t.TenantColumn, Tenant: t.Tenant,
+		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, ModifiedAtKind: t.ModKind.String(), TenantColumn: t.TenantColumn, Tenant: t.Tenant,
 	}
 	if t.ModKind != watermark.Timestamptz {
 		r.id.TimeZone = tz
@@ -142,8 +142,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // Two cases adopt. A full refresh of the same model read from another
 // incarnation of the source (another cluster, the table recreated or
 // restored): it rebuilds the whole baseline, so the old watermark no longer
-// matters. And a state written before relation OIDs were recorded: its
-// identity has none, and this run's fills it in. Refusing that instead
+// matters. And a state written before relation OIDs and modified-at kinds
+// were recorded: its identity has none, and this run's fills them in. A
+// kind changed since is still caught, by the watermark that no longer
+// reads as the column's type. Refusing that instead
 // would send every model to a full refresh on upgrade with nothing to show
 // that its table changed; a table recreated before the upgrade goes
 // unnoticed, as it did then, and every change after it is caught.
@@ -154,10 +156,10 @@ func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 	old := *st.Identity
 	d := old.Diff(r.id)
 	switch {
-	case d == "":
-		return false, nil
 	case old.Completes(r.id):
 		return true, nil
+	case d == "":
+		return false, nil
 	case old.SameModel(r.id) && r.opts.FullRefresh:
 		return true, nil
 	case old.SameModel(r.id):
@@ -238,8 +240,11 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	}
 	p := &manifest.Plan{
 		RunID: manifest.NewRunID(time.Now()), Model: r.opts.Model, Kind: kind, Identity: r.id,
-		ToBound: bound.Kind, ToBoundDetail: bound.Detail, PrevWatermark: st.Watermark,
+		ToBound: bound.Kind, ToBoundDetail: bound.Detail,
 		BaseSeq: st.Seq, Lookback: r.opts.Lookback.String(), HWVersion: bound.Now, Created: time.Now().UTC(),
+	}
+	if r.sameKind(st) {
+		p.PrevWatermark = st.Watermark
 	}
 	if bound.Watermark != bound.To {
 		p.Watermark = bound.Watermark
@@ -646,7 +651,7 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 			Warnings: r.warn,
 		}
 		if manifest.MovesWatermark(p.Kind) {
-			if c.Watermark, err = r.advance(st.Watermark, cmp.Or(p.Watermark, p.Interval.To)); err != nil {
+			if c.Watermark, err = r.advance(st, cmp.Or(p.Watermark, p.Interval.To)); err != nil {
 				return nil, nil, err
 			}
 			// This run's observation: nil clears the floor once the stuck
@@ -671,11 +676,22 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 	}
 }
 
+// sameKind reports whether the committed watermark is a literal of this
+// run's modified-at type. It is not after the column changed type, which
+// only a full refresh may follow (see checkIdentity): the old watermark
+// orders nothing of the new type. A kind that cannot be told is taken as
+// the same, and the watermark's parse says whether it is.
+func (r *runner) sameKind(st *manifest.State) bool {
+	old, err := st.ModifiedAtKind()
+	return err != nil || old == r.table.ModKind
+}
+
 // advance returns the watermark after a run to to: never backwards. It
 // refuses a watermark it cannot read rather than guess which way is
 // forward.
-func (r *runner) advance(prev *string, to string) (*string, error) {
-	if prev == nil {
+func (r *runner) advance(st *manifest.State, to string) (*string, error) {
+	prev := st.Watermark
+	if prev == nil || !r.sameKind(st) {
 		return &to, nil
 	}
 	kind := r.table.ModKind
