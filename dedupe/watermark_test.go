@@ -2,15 +2,14 @@ package dedupe_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/dedupe/synth"
+	"github.com/highwater-dev/highwater/internal/laketest"
 )
 
 // A committed watermark or stuck-transaction floor that dedupe cannot read
@@ -35,21 +34,7 @@ func TestCorruptWatermarkStopsDedupe(t *testing.T) {
 				}
 			}
 			path := filepath.Join(dir, "items", "_manifests", fmt.Sprintf("%020d.json", 2))
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var doc map[string]any
-			if err := json.Unmarshal(b, &doc); err != nil {
-				t.Fatal(err)
-			}
-			doc[field] = bad
-			if b, err = json.Marshal(doc); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, b, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			laketest.EditJSON(t, path, func(doc map[string]any) { doc[field] = bad })
 			_, err = dedupe.Run(ctx, d, dedupe.Options{Model: "items"})
 			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("read the committed watermark %q", bad)) {
 				t.Fatalf("dedupe over a corrupt %s: %v", field, err)

@@ -1,16 +1,14 @@
 package export_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/highwater-dev/highwater/export"
+	"github.com/highwater-dev/highwater/internal/laketest"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 )
 
@@ -128,23 +126,10 @@ func TestIdentityWithoutOIDIsAdopted(t *testing.T) {
 	l.mustExport(l.options())
 	// Make the commit what an older highwater wrote: no relation_oid, no
 	// modified_at_kind.
-	path := filepath.Join(l.dir, l.model, "_manifests", fmt.Sprintf("%020d.json", 1))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	delete(c["identity"].(map[string]any), "relation_oid")
-	delete(c["identity"].(map[string]any), "modified_at_kind")
-	if b, err = json.Marshal(c); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	laketest.EditJSON(t, l.commitPath(1), func(c map[string]any) {
+		delete(c["identity"].(map[string]any), "relation_oid")
+		delete(c["identity"].(map[string]any), "modified_at_kind")
+	})
 	if st := l.state(); st.Identity.RelationOID != 0 {
 		t.Fatalf("the rewritten log still has OID %d", st.Identity.RelationOID)
 	}
@@ -158,7 +143,7 @@ func TestIdentityWithoutOIDIsAdopted(t *testing.T) {
 		t.Fatalf("the state did not take the adopted OID and kind: %+v", st.Identity)
 	}
 	l.exec(`DROP TABLE items`, itemsTable)
-	_, err = l.export(l.options())
+	_, err := l.export(l.options())
 	l.wantRefreshAsked(err, 2)
 }
 

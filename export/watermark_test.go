@@ -1,34 +1,14 @@
 package export_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-// editJSON rewrites the JSON document at path through edit, as a damaged
-// or hand-edited lake would hold it.
-func editJSON(t *testing.T, path string, edit func(map[string]any)) {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc map[string]any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	edit(doc)
-	if b, err = json.Marshal(doc); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+	"github.com/highwater-dev/highwater/internal/laketest"
+)
 
 func (l *lake) commitPath(seq int) string {
 	return filepath.Join(l.dir, l.model, "_manifests", fmt.Sprintf("%020d.json", seq))
@@ -46,9 +26,9 @@ func TestCorruptWatermarkStopsExport(t *testing.T) {
 		corrupt func(l *lake) // after the first commit
 		during  string        // or at this failpoint of the second run
 	}{
-		{name: "watermark", corrupt: func(l *lake) { editJSON(t, l.commitPath(1), setWatermark) }},
+		{name: "watermark", corrupt: func(l *lake) { laketest.EditJSON(t, l.commitPath(1), setWatermark) }},
 		{name: "from_floor", corrupt: func(l *lake) {
-			editJSON(t, l.commitPath(1), func(doc map[string]any) { doc["from_floor"] = bad })
+			laketest.EditJSON(t, l.commitPath(1), func(doc map[string]any) { doc["from_floor"] = bad })
 		}},
 		{name: "watermark at commit", during: "before-commit"},
 		{name: "previous watermark of a resumed plan", corrupt: func(l *lake) {
@@ -57,7 +37,7 @@ func TestCorruptWatermarkStopsExport(t *testing.T) {
 			if err != nil || len(plans) != 2 {
 				t.Fatalf("plans %v, %v", plans, err)
 			}
-			editJSON(t, plans[1], func(doc map[string]any) { doc["previous_watermark"] = bad })
+			laketest.EditJSON(t, plans[1], func(doc map[string]any) { doc["previous_watermark"] = bad })
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +51,7 @@ func TestCorruptWatermarkStopsExport(t *testing.T) {
 			if tc.during != "" {
 				opts.Failpoint = func(name string) {
 					if name == tc.during {
-						editJSON(t, l.commitPath(1), setWatermark)
+						laketest.EditJSON(t, l.commitPath(1), setWatermark)
 					}
 				}
 			}
