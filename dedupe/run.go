@@ -20,10 +20,6 @@ import (
 	"github.com/parquet-go/parquet-go"
 )
 
-// ErrAbandoned: a vacuum declared this dedupe's run dead before it could
-// commit.
-var ErrAbandoned = errors.New("the run was declared abandoned")
-
 // maxRounds bounds how often a dedupe starts over because another dedupe
 // or a full refresh committed meanwhile.
 const maxRounds = 5
@@ -250,6 +246,10 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
 	res.TombstonesDropped, res.SortRuns = stats.dropped, stats.sortRuns
+	if msg := r.budget.tooWide(stats.widest, r.workers()); msg != "" {
+		r.logger.Warn(msg)
+		res.Warnings = append(res.Warnings, msg)
+	}
 
 	r.opts.Failpoint("dedupe-before-commit")
 	c, again, err := r.commit(ctx, w, p, out.files, stats.inputs, res)
@@ -280,58 +280,53 @@ func (r *runner) discard(files []manifest.File) {
 	}
 }
 
+// errStartOver: the log moved so that this round's rewrite may be stale.
+var errStartOver = errors.New("the dedupe's inputs changed; starting over")
+
 // commit appends the dedupe to the log. It rebases over commits that only
 // added files, as long as every input is still committed; anything that
-// removed files means the rewrite may be stale, and it starts over.
+// removed files (manifest.Kills) means the rewrite may be stale, and it
+// starts over.
 func (r *runner) commit(ctx context.Context, w *work, p *manifest.Plan, added []manifest.File, inputs []manifest.File, res *Result) (*manifest.Commit, bool, error) {
 	removed := make([]string, len(inputs))
 	for i, f := range inputs {
 		removed[i] = f.Key
 	}
-	checked := w.base.Seq
-	for {
-		st, err := r.log.ReadState(ctx)
-		if err != nil {
-			return nil, false, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	builds := 0
+	c, _, err := r.log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
+		if builds++; builds > 1 {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
 		}
-		if _, dead := st.Abandoned[p.RunID]; dead {
-			return nil, false, fmt.Errorf("dedupe run %s: %w by a vacuum; run the dedupe again", p.RunID, ErrAbandoned)
+		err := r.log.Live(ctx, st, p)
+		switch {
+		case errors.Is(err, manifest.ErrSuperseded):
+			r.logger.Info("a commit removed files since the dedupe began; starting over", "why", err)
+			return nil, errStartOver
+		case err != nil:
+			return nil, fmt.Errorf("dedupe %s: %w; run the dedupe again", r.opts.Model, err)
 		}
-		for seq := checked + 1; seq <= st.Seq; seq++ {
-			c, err := r.log.ReadCommit(ctx, seq)
-			if err != nil {
-				return nil, false, err
-			}
-			if len(c.Removed) > 0 || c.Kind == manifest.KindDedupe || c.Kind == manifest.KindFullRefresh {
-				r.logger.Info("a commit removed files since the dedupe began; starting over", "seq", seq, "kind", c.Kind)
-				return nil, true, nil
-			}
-			res.Rebased = true
-		}
-		checked = st.Seq
+		res.Rebased = st.Seq > w.base.Seq
 		live := st.FileSet()
 		for _, f := range inputs {
 			if _, ok := live[f.Key]; !ok {
-				return nil, true, nil
+				return nil, errStartOver
 			}
 		}
-		c := &manifest.Commit{
+		return &manifest.Commit{
 			Kind: manifest.KindDedupe, RunID: p.RunID, Identity: *st.Identity,
 			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: added, Removed: removed,
 			Metrics: &manifest.Metrics{RowsTransferred: res.InputRows, Files: int64(len(added)), Bytes: res.OutputBytes},
 			Layout:  w.layout.encode(), Warnings: res.Warnings,
-		}
-		err = r.log.Commit(ctx, st, c)
-		if errors.Is(err, manifest.ErrConflict) {
-			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
-			continue
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("commit dedupe run %s: %w", p.RunID, err)
-		}
-		r.logger.Info("dedupe committed", "seq", c.Seq, "removed", len(removed), "added", len(added), "rows", res.OutputRows)
-		return c, false, nil
+		}, nil
+	})
+	if err == errStartOver {
+		return nil, true, nil
 	}
+	if err != nil {
+		return nil, false, err
+	}
+	r.logger.Info("dedupe committed", "seq", c.Seq, "removed", len(removed), "added", len(added), "rows", res.OutputRows)
+	return c, false, nil
 }
 
 type rewriteStats struct {
@@ -341,6 +336,7 @@ type rewriteStats struct {
 	touched    int
 	dropped    int64
 	sortRuns   int
+	widest     int64 // the largest row, encoded
 }
 
 // rewrite partitions the fresh files' rows by bucket, adds the existing
@@ -394,14 +390,18 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 				}
 			}
 			stats.inputRows += int64(len(batch.buckets))
+			r.opts.Progress.Add(int64(len(batch.buckets)))
 			batch.reset()
 			return nil
 		}
 		base := uint64(w.order[f.Key]) << 36
 		var n uint64
+		var widest int
 		err = in.eachRow(ctx, func(row parquet.Row) error {
 			var h uint64
+			before := len(batch.data)
 			batch.data, h = enc.encode(batch.data, row, base|n)
+			widest = max(widest, len(batch.data)-before)
 			n++
 			b := w.layout.bucketOf(h)
 			if want >= 0 && b != want {
@@ -417,6 +417,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		if err != nil {
 			return err
 		}
+		mu.Lock()
+		stats.widest = max(stats.widest, int64(widest))
+		mu.Unlock()
 		return flush()
 	}
 	type job struct {
@@ -431,6 +434,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			firstErr error
 			failed   atomic.Bool
 		)
+		for _, j := range jobs {
+			r.opts.Progress.AddTotal(j.f.Rows)
+		}
 		for range max(1, min(r.workers(), len(jobs))) {
 			wg.Add(1)
 			go func() {
@@ -491,10 +497,10 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var seq atomic.Int64
 	outs := make([]*outputs, workers)
 	for i := range outs {
-		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
+		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
-			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
-				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
+			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
+				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
 		if len(stats.inputs) > 0 {
 			o.schemaID = stats.inputs[0].SchemaID
 		}

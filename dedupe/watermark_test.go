@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/highwater-dev/highwater/dedupe"
-	"github.com/highwater-dev/highwater/dedupe/synth"
 	"github.com/highwater-dev/highwater/internal/laketest"
+	"github.com/highwater-dev/highwater/internal/synth"
 )
 
 // A committed watermark or stuck-transaction floor that dedupe cannot read

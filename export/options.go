@@ -6,6 +6,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"log/slog"
 	"time"
 
@@ -19,10 +20,11 @@ var (
 	// ErrIdentity: the destination holds state of another table, tenant or
 	// source.
 	ErrIdentity = errors.New("the destination's state belongs to another model")
-	// ErrRaceLost: another export committed after this run was planned.
+	// ErrRaceLost: another export committed after this run was planned, or
+	// another attempt of the run committed it; it wraps
+	// manifest.ErrSuperseded or manifest.ErrCommitted. A run a vacuum
+	// declared dead fails with manifest.ErrAbandoned.
 	ErrRaceLost = errors.New("another export committed first")
-	// ErrAbandoned: a vacuum declared this run dead.
-	ErrAbandoned = errors.New("the run was declared abandoned")
 	// ErrUnsafeLookback: the lookback is too short for what the source
 	// lets the upper bound see (a hot standby).
 	ErrUnsafeLookback = errors.New("lookback too short for this source")
@@ -69,6 +71,9 @@ type Options struct {
 	Build formats.Build
 
 	Logger *slog.Logger
+	// Progress, when set, counts the rows and files of the run as they are
+	// written, for a display on a terminal.
+	Progress *progress.Counter
 	// Failpoint, when set, is called at named points of the run; a test
 	// makes it kill the process there.
 	Failpoint func(name string)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
@@ -32,7 +34,7 @@ type runner struct {
 	dest    *destination.Destination
 	log     *manifest.Log
 	table   *pgsource.Table
-	mapping formats.Mapping
+	mapping *formats.Mapping
 	codec   compress.Codec // shared by the run's files: it holds zstd's history
 	schema  *manifest.Schema
 	id      manifest.Identity
@@ -119,6 +121,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	r.opts.Failpoint("after-plan")
+	r.startProgress(ctx)
 	metrics, files, err := r.extract(ctx)
 	if err != nil {
 		return nil, err
@@ -180,23 +183,22 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 	kind := r.opts.kind()
 	for i := len(runs) - 1; i >= 0; i-- {
 		id := runs[i]
-		if _, done := st.Runs[id]; done {
-			continue
-		}
-		if _, dead := st.Abandoned[id]; dead {
+		if st.Ended(id) != nil {
 			continue
 		}
 		p, err := r.log.ReadPlan(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		if manifest.MovesWatermark(kind) && manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			// An export committed since this plan, and since every older
-			// plan, was made: none of them can commit any more.
-			return false, nil
-		}
 		if p.Kind != kind || p.Identity.Diff(r.id) != "" {
 			continue
+		}
+		if err := r.log.Live(ctx, st, p); errors.Is(err, manifest.ErrSuperseded) {
+			// What killed this plan came after every older plan of its
+			// kind was made too: none of them can commit any more.
+			return false, nil
+		} else if err != nil {
+			return false, err
 		}
 		if kind == manifest.KindBackfill && !r.sameWindow(ctx, p) {
 			continue
@@ -210,6 +212,12 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 			// commit records one schema, so the run starts afresh.
 			r.logger.Info("not resuming a run written under another schema", "run", id)
 			return false, nil
+		}
+		if p.Kind == manifest.KindFullRefresh {
+			// Plans of builds before include_beyond_to read up to their
+			// to only; a full refresh replaces every earlier file, so the
+			// rest of this one reads every stamp as a new plan would.
+			p.Interval.IncludeBeyondTo = true
 		}
 		r.plan, r.chain = p, chain
 		r.logger.Info("resuming run", "run", id, "files_done", len(chain), "to", p.Interval.To)
@@ -306,6 +314,26 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.Watermark, *st.Watermark)
 		}
 	}
+	if bound.Prepared && kind != manifest.KindBackfill {
+		// A prepared transaction stamped its rows at its start, before its
+		// PREPARE, which is all the bound sees of it. It was not prepared
+		// yet when the run before the first that saw it was planned, so
+		// that run's bound was at or below its start: from stays at or below
+		// this run's from until no prepared transaction is left.
+		floor := watermark.Format(t.ModKind, watermark.NegInfinity)
+		if p.Interval.From != nil {
+			floor = *p.Interval.From
+		}
+		lower := p.FromFloor == nil
+		if !lower {
+			if lower, err = r.below(floor, *p.FromFloor); err != nil {
+				return err
+			}
+		}
+		if lower {
+			p.FromFloor = &floor
+		}
+	}
 	for _, w := range p.Warnings {
 		r.warnf("%s", w)
 	}
@@ -387,6 +415,8 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		free <- &batch{}
 	}
 	const batchRows = 1024
+	batchBytes := max(r.opts.RowGroupBytes/8, 1<<20)
+	warnedWide := false
 	readErr := make(chan error, 1)
 	readDone := make(chan struct{})
 	// The reader shares the source connection with whoever runs next, so it
@@ -452,8 +482,14 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					return fmt.Errorf("convert row: %w", err)
 				}
 				b.rows = append(b.rows, pr)
+				var raw int64
 				for _, v := range row.Values {
-					b.raw += int64(len(v)) + 4
+					raw += int64(len(v)) + 4
+				}
+				b.raw += raw
+				if raw > r.opts.RowGroupBytes && !warnedWide {
+					warnedWide = true
+					r.warnf("a row of %s is larger than the row-group size of %s: a row is never split, so the export holds several copies of it in memory at once", humanize.IBytes(uint64(raw)), humanize.IBytes(uint64(r.opts.RowGroupBytes)))
 				}
 				m := &b.metrics
 				m.RowsTransferred++
@@ -474,7 +510,9 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					}
 				}
 				lastMod, lastNull = row.Mod, row.ModNull
-				if len(b.rows) == batchRows {
+				// A batch is bounded by bytes as well as rows, so that wide
+				// rows do not hold a thousand of themselves in flight.
+				if len(b.rows) == batchRows || b.raw >= batchBytes {
 					return send(row)
 				}
 				return nil
@@ -567,6 +605,7 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 			return err
 		}
 		r.opts.Failpoint("after-checkpoint")
+		r.opts.Progress.AddFile(f.Bytes)
 		files = append(files, f)
 		r.logger.Info("file written", "key", f.Key, "rows", f.Rows, "bytes", f.Bytes)
 		return nil
@@ -579,13 +618,14 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 				return files, metrics, err
 			}
 		}
-		if err := part.write(b, &r.opts); err != nil {
+		if err := part.write(b); err != nil {
 			part.abort()
 			return files, metrics, err
 		}
 		partMetrics.Add(b.metrics)
+		r.opts.Progress.Add(b.metrics.RowsTransferred)
 		free <- b
-		if part.expectedSize() >= r.opts.TargetFileBytes {
+		if part.fw.EstimatedSize() >= r.opts.TargetFileBytes {
 			if err := closePart(); err != nil {
 				return files, metrics, err
 			}
@@ -610,40 +650,33 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 func (r *runner) fileMetadata() map[string]string {
 	p := r.plan
 	return map[string]string{
-		"highwater.model":          r.opts.Model,
-		"highwater.run_id":         p.RunID,
-		"highwater.attempt_id":     r.attempt,
-		"highwater.kind":           p.Kind,
-		"highwater.interval.from":  deref(p.Interval.From),
-		"highwater.interval.to":    p.Interval.To,
-		"highwater.schema_id":      r.schema.ID,
-		"highwater.format_version": fmt.Sprint(manifest.FormatVersion),
+		manifest.MetaModel:         r.opts.Model,
+		manifest.MetaRunID:         p.RunID,
+		manifest.MetaAttemptID:     r.attempt,
+		manifest.MetaKind:          p.Kind,
+		manifest.MetaIntervalFrom:  deref(p.Interval.From),
+		manifest.MetaIntervalTo:    p.Interval.To,
+		manifest.MetaSchemaID:      r.schema.ID,
+		manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion),
 	}
 }
 
 // commit appends the run to the log. It rebases over commits that leave
-// the watermark alone, and gives up when another export moved it.
+// its plan live (manifest.Kills), and gives up when one killed it.
 func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (*manifest.Commit, *manifest.State, error) {
 	p := r.plan
 	r.opts.Failpoint("before-commit")
-	for {
-		st, err := r.log.ReadState(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	builds := 0
+	c, st, err := r.log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
+		if builds++; builds > 1 {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
 		}
 		adopt, err := r.checkIdentity(st)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if _, dead := st.Abandoned[p.RunID]; dead {
-			return nil, nil, fmt.Errorf("run %s: %w by a vacuum; run the export again", p.RunID, ErrAbandoned)
-		}
-		if seq, done := st.Runs[p.RunID]; done {
-			return nil, nil, fmt.Errorf("run %s was committed at seq %d by another attempt: %w", p.RunID, seq, ErrRaceLost)
-		}
-		if manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			return nil, nil, fmt.Errorf("%w: seq %d moved the watermark of %s after run %s was planned on seq %d; its plan is abandoned, run the export again",
-				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
+		if err := r.log.Live(ctx, st, p); err != nil {
+			return nil, deadRun(err)
 		}
 		c := &manifest.Commit{
 			Kind: p.Kind, RunID: p.RunID, Identity: r.id, AdoptsIdentity: adopt, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
@@ -652,7 +685,7 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 		}
 		if manifest.MovesWatermark(p.Kind) {
 			if c.Watermark, err = r.advance(st, cmp.Or(p.Watermark, p.Interval.To)); err != nil {
-				return nil, nil, err
+				return nil, err
 			}
 			// This run's observation: nil clears the floor once the stuck
 			// transaction has ended.
@@ -663,17 +696,41 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 				c.Removed = append(c.Removed, f.Key)
 			}
 		}
-		err = r.log.Commit(ctx, st, c)
-		if errors.Is(err, manifest.ErrConflict) {
-			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("commit run %s: %w", p.RunID, err)
-		}
-		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
-		return c, st, nil
+		return c, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
+	return c, st, nil
+}
+
+// deadRun says what a script does about a plan the log made dead: a run
+// that another export or attempt overtook lost the race (exit 4, rerun);
+// one that a vacuum declared abandoned is run again.
+func deadRun(err error) error {
+	switch {
+	case errors.Is(err, manifest.ErrSuperseded):
+		return fmt.Errorf("%w: %w; its plan is abandoned, run the export again", ErrRaceLost, err)
+	case errors.Is(err, manifest.ErrCommitted):
+		return fmt.Errorf("%w: %w by another attempt", ErrRaceLost, err)
+	case errors.Is(err, manifest.ErrAbandoned):
+		return fmt.Errorf("%w; run the export again", err)
+	}
+	return err
+}
+
+// below reports whether the literal a lies before b.
+func (r *runner) below(a, b string) (bool, error) {
+	am, err := watermark.Parse(r.table.ModKind, a)
+	if err != nil {
+		return false, fmt.Errorf("read the floor %q: %w", a, err)
+	}
+	bm, err := watermark.Parse(r.table.ModKind, b)
+	if err != nil {
+		return false, fmt.Errorf("read the committed floor %q: %w", b, err)
+	}
+	return am < bm, nil
 }
 
 // sameKind reports whether the committed watermark is a literal of this

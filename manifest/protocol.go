@@ -45,11 +45,8 @@ func Kills(planKind string, c *Commit) bool {
 // wrapping ErrAbandoned, ErrCommitted or ErrSuperseded that names the seq
 // responsible.
 func (l *Log) Live(ctx context.Context, st *State, p *Plan) error {
-	if seq, dead := st.Abandoned[p.RunID]; dead {
-		return fmt.Errorf("run %s: %w by the vacuum at seq %d", p.RunID, ErrAbandoned, seq)
-	}
-	if seq, done := st.Runs[p.RunID]; done {
-		return fmt.Errorf("run %s: %w at seq %d", p.RunID, ErrCommitted, seq)
+	if err := st.Ended(p.RunID); err != nil {
+		return err
 	}
 	// The state knows the last watermark move, so the common case reads no
 	// commit; the others read those since the plan's base.
@@ -73,12 +70,27 @@ func (l *Log) Live(ctx context.Context, st *State, p *Plan) error {
 	return nil
 }
 
+// Ended says whether the run is over whatever its plan: nil, or an error
+// wrapping ErrAbandoned or ErrCommitted. It is the part of Live that needs
+// no plan, for those who list runs and would rather not read the plans of
+// finished ones.
+func (s *State) Ended(runID string) error {
+	if seq, dead := s.Abandoned[runID]; dead {
+		return fmt.Errorf("run %s: %w by the vacuum at seq %d", runID, ErrAbandoned, seq)
+	}
+	if seq, done := s.Runs[runID]; done {
+		return fmt.Errorf("run %s: %w at seq %d", runID, ErrCommitted, seq)
+	}
+	return nil
+}
+
 // Append is the one optimistic commit loop. It reads the head of the log,
 // asks build for the commit to append to that state, and writes it at the
 // next seq. When another writer took that seq first, it reads the new head
 // and asks build again, so build must decide afresh from the state it is
 // given (rebase, or give up with an error of its own, which Append returns
-// unwrapped). It returns the commit and the state folded up to it.
+// unwrapped; the errors of reading and writing the log are wrapped). It
+// returns the commit and the state folded up to it.
 func (l *Log) Append(ctx context.Context, build func(*State) (*Commit, error)) (*Commit, *State, error) {
 	for {
 		st, err := l.ReadState(ctx)
@@ -94,7 +106,7 @@ func (l *Log) Append(ctx context.Context, build func(*State) (*Commit, error)) (
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("commit %s to the log of %s: %w", c.Kind, l.model, err)
 		}
 		return c, st, nil
 	}

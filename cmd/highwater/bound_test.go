@@ -26,6 +26,10 @@ func TestBlindBoundShown(t *testing.T) {
 		}
 	}
 	code, out, _ := highwater(t, "status", "--dest", dest, "--model", "items")
+	if code != 0 || !strings.Contains(out, "note: items: 2 commits with upper bound fallback_lookback") {
+		t.Fatalf("status does not note the fallback bound of both commits: exit %d\n%s", code, out)
+	}
+	code, out, _ = highwater(t, "status", "--dest", dest, "--model", "items", "--wide")
 	if code != 0 || strings.Count(out, "fallback_lookback") != 2 {
 		t.Fatalf("status does not show the fallback bound of both commits: exit %d\n%s", code, out)
 	}

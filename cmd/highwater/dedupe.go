@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,6 +33,8 @@ only the buckets that new rows touch.`,
 		lookback   = fs.Duration("lookback", 0, "keep tombstones this far below the watermark (default: the last export's lookback, else 30s)")
 		tempDir    = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
 		compress   = fs.String("compression", "zstd", "Parquet page `codec` of the output: zstd, snappy, gzip or none")
+		asJSON     = fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
+		metricsOut = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 	)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -59,15 +62,36 @@ only the buckets that new rows touch.`,
 		if err := opts.Validate(); err != nil {
 			return usageErr("%v", err)
 		}
+		if err := checkMetricsFile(*metricsOut); err != nil {
+			return err
+		}
 		d, err := lake.open(ctx, true)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
 		start := time.Now()
+		var stop func()
+		opts.Progress, stop = env.showProgress(lake.model, countRows)
 		res, err := dedupe.Run(ctx, d, opts)
+		stop()
+		if *metricsOut != "" {
+			fig := runFigures{model: lake.model, failed: err != nil}
+			if err == nil && res.Commit != nil {
+				fig.commit, fig.duration = res.Commit, time.Since(start)
+			}
+			if werr := writeMetricsFile(*metricsOut, "dedupe", []runFigures{fig}); werr != nil {
+				return errors.Join(err, werr)
+			}
+		}
 		if err != nil {
 			return err
+		}
+		for _, w := range res.Warnings {
+			env.logger.Warn(w)
+		}
+		if *asJSON {
+			return writeJSON(env.stdout, newDedupeJSON(lake.model, res, time.Since(start)))
 		}
 		if res.Commit == nil {
 			fmt.Fprintf(env.stdout, "%s: nothing to do: %s\n", lake.model, res.Reason)
@@ -79,9 +103,6 @@ only the buckets that new rows touch.`,
 		}
 		fmt.Fprintf(env.stdout, "%s: committed seq %d (dedupe, %s): %d rows in %d files -> %d rows in %d files (%d bytes), %.1fs\n",
 			lake.model, res.Commit.Seq, how, res.InputRows, res.InputFiles, res.OutputRows, res.OutputFiles, res.OutputBytes, time.Since(start).Seconds())
-		for _, w := range res.Warnings {
-			env.logger.Warn(w)
-		}
 		return nil
 	}
 	return cmd

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -63,6 +65,8 @@ does not undo the commits of the others (the last line names the models that com
 		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
+		asJSON      = fs.Bool("json", false, "print one JSON object per model per line (docs/cli.md)")
+		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 	)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -171,6 +175,17 @@ does not undo the commits of the others (the last line names the models that com
 			}
 		}
 
+		if err := checkMetricsFile(*metricsFile); err != nil {
+			return err
+		}
+		var figs []runFigures
+		writeMetrics := func() error {
+			if *metricsFile == "" {
+				return nil
+			}
+			return writeMetricsFile(*metricsFile, "export", figs)
+		}
+
 		setMemoryLimit(env, runs)
 		src, err := pgsource.Connect(ctx, sourceURL)
 		if err != nil {
@@ -185,11 +200,25 @@ does not undo the commits of the others (the last line names the models that com
 				return err
 			}
 			start := time.Now()
+			var stop func()
+			o.Progress, stop = env.showProgress(o.Model, countRows)
 			res, err := export.Run(ctx, src, d, o)
+			stop()
 			d.Close()
+			if *asJSON {
+				if err := writeJSON(env.stdout, newExportJSON(o.Model, res, err)); err != nil {
+					return err
+				}
+			}
+			fig := runFigures{model: o.Model, failed: err != nil}
+			if err == nil {
+				fig.commit = res.Commit
+				fig.duration = res.Commit.Committed.Sub(res.Plan.Created)
+			}
+			figs = append(figs, fig)
 			if err != nil {
 				if len(runs) == 1 {
-					return err
+					return errors.Join(err, writeMetrics())
 				}
 				env.logger.Error("export failed", "model", o.Model, "error", err.Error())
 				failed = append(failed, fmt.Errorf("%s: %w", o.Model, err))
@@ -199,16 +228,31 @@ does not undo the commits of the others (the last line names the models that com
 				continue
 			}
 			done = append(done, o.Model)
+			if *asJSON {
+				continue
+			}
 			c := res.Commit
 			fmt.Fprintf(env.stdout, "%s: committed seq %d (%s), %d rows in %d files, watermark %s, %.1fs\n",
 				o.Model, c.Seq, c.Kind, c.Metrics.RowsTransferred, len(c.Added), deref(c.Watermark), time.Since(start).Seconds())
 		}
 		if len(failed) > 0 {
-			return multiError(failed, done)
+			return errors.Join(multiError(failed, done), writeMetrics())
 		}
-		return nil
+		return writeMetrics()
 	}
 	return cmd
+}
+
+// checkMetricsFile refuses, before anything runs, a metrics file whose
+// directory is not there.
+func checkMetricsFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return usageErr("--metrics-file %s: its directory does not exist", path)
+	}
+	return nil
 }
 
 // selectModels makes the options of the config's models that names

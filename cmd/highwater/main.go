@@ -67,6 +67,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		stderr = &terminal{f: f}
+	}
 	env := &environment{stdout: stdout, stderr: stderr, getenv: os.Getenv, build: buildInfo()}
 	return execute(ctx, env, args)
 }
@@ -375,6 +378,9 @@ func newLoggerChecked(w io.Writer, o logOptions, getenv func(string) string) (*s
 }
 
 func isTerminal(w io.Writer) bool {
+	if _, ok := w.(*terminal); ok {
+		return true
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false

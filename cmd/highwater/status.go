@@ -1,20 +1,16 @@
 package main
 
 import (
-	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"path"
-	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
-	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
@@ -32,11 +28,17 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
-
-	// ToBound says what fixed to, and its detail what the bound could not
-	// see (a role without pg_read_all_stats, a replica).
-	ToBound       string `json:"to_bound,omitempty"`
-	ToBoundDetail string `json:"to_bound_detail,omitempty"`
+	// ToBound is what fixed to (clock, oldest_transaction, replay, window,
+	// ...); null for commits that read no interval.
+	ToBound *string `json:"to_bound"`
+	// DurationSeconds is the run's time from its plan to this commit; null
+	// when the commit has no plan (vacuum) or the plan is gone.
+	// ToBoundDetail says what the bound could not see (a role without
+	// pg_read_all_stats, a replica) or which transaction held it back.
+	ToBoundDetail   string   `json:"to_bound_detail,omitempty"`
+	DurationSeconds *float64 `json:"duration_seconds"`
+	planned         bool
+	committed       time.Time
 }
 
 func cmdStatus(env *environment) *cobra.Command {
@@ -67,7 +69,7 @@ object per commit per line (docs/cli.md describes its fields).`,
 		defer d.Close()
 		models := []string{lake.model}
 		if lake.model == "" {
-			if models, err = listModels(ctx, d); err != nil {
+			if models, err = manifest.ListModels(ctx, d); err != nil {
 				return err
 			}
 			if len(models) == 0 {
@@ -82,10 +84,13 @@ object per commit per line (docs/cli.md describes its fields).`,
 				n++
 				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
 					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
-					ToBound: c.ToBound, ToBoundDetail: c.ToBoundDetail}
+					ToBoundDetail: c.ToBoundDetail}
 				if c.Interval != nil {
 					l.From, l.To = c.Interval.From, &c.Interval.To
 				}
+				l.ToBound = nonEmpty(c.ToBound)
+				l.planned = c.RunID != ""
+				l.committed = c.Committed
 				lines = append(lines, l)
 				return nil
 			})
@@ -105,6 +110,13 @@ object per commit per line (docs/cli.md describes its fields).`,
 		if *asJSON {
 			enc := json.NewEncoder(env.stdout)
 			for _, l := range lines {
+				// A plan read per commit, only for --json: the table
+				// does not show durations.
+				if l.planned {
+					if p, err := manifest.NewLog(d, l.Model).ReadPlan(ctx, l.RunID); err == nil {
+						l.DurationSeconds = runDuration(p.Created, l.committed)
+					}
+				}
 				if err := enc.Encode(l); err != nil {
 					return err
 				}
@@ -114,26 +126,6 @@ object per commit per line (docs/cli.md describes its fields).`,
 		return printStatus(env.stdout, lines, *wide)
 	}
 	return cmd
-}
-
-// listModels finds the models at a destination by their logs.
-func listModels(ctx context.Context, d objstore.Bucket) ([]string, error) {
-	seen := map[string]bool{}
-	err := d.List(ctx, "", func(a objstore.Attrs) error {
-		if dir, file := path.Split(a.Key); strings.HasSuffix(dir, "/_manifests/") && strings.HasSuffix(file, ".json") {
-			seen[strings.TrimSuffix(dir, "/_manifests/")] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	var models []string
-	for m := range seen {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	return models, nil
 }
 
 func cmdFiles(env *environment) *cobra.Command {
@@ -193,7 +185,7 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 	if wide {
 		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
 	} else {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
 	}
 	for i, l := range lines {
 		var rows, size int64
@@ -210,13 +202,53 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 		}
 		if wide {
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
-				deref(l.From), deref(l.To), cmp.Or(l.ToBound, "-"), deref(l.Watermark), files, rows, size, len(l.Warnings))
+				deref(l.From), deref(l.To), boundOf(l), deref(l.Watermark), files, rows, size, len(l.Warnings))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind, cmp.Or(l.ToBound, "-"),
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
 			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wide {
+		return boundNotes(w, lines)
+	}
+	return nil
+}
+
+// boundOf is what fixed the commit's to, or "-" when it read no interval.
+func boundOf(l statusLine) string {
+	if l.ToBound == nil {
+		return "-"
+	}
+	return *l.ToBound
+}
+
+// boundNotes says, below the narrow table, which commits' upper bound was
+// not the plain clock: the open-transaction bound held back or blind. The
+// table leaves the column out to fit; --wide shows it per commit.
+func boundNotes(w io.Writer, lines []statusLine) error {
+	type key struct{ model, bound string }
+	counts := map[key]int{}
+	var order []key
+	for _, l := range lines {
+		bound := deref(l.ToBound)
+		if l.ToBound == nil || bound == "clock" || bound == "window" {
+			continue
+		}
+		k := key{l.Model, bound}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	for _, k := range order {
+		if _, err := fmt.Fprintf(w, "note: %s: %d commits with upper bound %s (status --wide, or --json for why)\n", k.model, counts[k], k.bound); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shortStamp drops the sub-second digits of a watermark: the table shows

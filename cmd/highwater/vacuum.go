@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/vacuum"
 )
 
 func cmdVacuum(env *environment) *cobra.Command {
@@ -25,6 +25,7 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 	var (
 		olderThan = fs.Duration("older-than", 0, "retention: only removals and dead runs older than this `duration` (e.g. 168h)")
 		dryRun    = fs.Bool("dry-run", false, "list what would be deleted, change nothing")
+		asJSON    = fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
 	)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
@@ -36,12 +37,22 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			return err
 		}
 		defer d.Close()
-		res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-			Logger: env.logger, Failpoint: env.failpoint()})
+		pr, stop := env.showProgress(lake.model, countObjects)
+		res, err := vacuum.Run(ctx, d, vacuum.Options{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
+			Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
+		stop()
 		if err != nil {
 			return err
 		}
 		log := manifest.NewLog(d, lake.model)
+		if *asJSON {
+			j := vacuumJSON{Model: lake.model, DryRun: *dryRun, Deleted: []string{}, Bytes: res.Bytes, DeclaredAbandoned: []string{}}
+			for _, k := range res.Deleted {
+				j.Deleted = append(j.Deleted, d.ObjectURL(log.Key(k)))
+			}
+			j.DeclaredAbandoned = append(j.DeclaredAbandoned, res.Declared...)
+			return writeJSON(env.stdout, j)
+		}
 		verb := "deleted"
 		if *dryRun {
 			verb = "would delete"

@@ -24,6 +24,7 @@ problem is printed on a line of its own; any makes it exit 1.`,
 	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
+	asJSON := fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		d, err := lake.open(ctx, true)
@@ -35,13 +36,26 @@ problem is printed on a line of its own; any makes it exit 1.`,
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			j := verifyJSON{Model: lake.model, OK: len(problems) == 0, Problems: append([]string{}, problems...)}
+			if j.OK {
+				j.Checked = checked
+			}
+			if err := writeJSON(env.stdout, j); err != nil {
+				return err
+			}
+		}
 		for _, p := range problems {
-			fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+			if !*asJSON {
+				fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+			}
 		}
 		if len(problems) > 0 {
 			return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
 		}
-		fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
+		if !*asJSON {
+			fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
+		}
 		return nil
 	}
 	return cmd

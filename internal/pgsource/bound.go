@@ -42,6 +42,10 @@ type Bound struct {
 	// the next run's from must stay at or below it (Commit.FromFloor)
 	// until it ends, or its rows are lost if it ever commits.
 	StuckSince *string
+	// Prepared: a prepared transaction of the database is open. Its rows
+	// carry its start, which is before its PREPARE and recorded nowhere,
+	// so this bound cannot say how far back they reach.
+	Prepared bool
 }
 
 // DefaultStuckCap is how long an open transaction may hold the bound back
@@ -73,7 +77,9 @@ func (s *Source) UpperBound(ctx context.Context, t *Table, tz string) (Bound, er
 // transaction that has not written yet, between two statements, shows
 // neither, and its first INSERT still stamps the old start.
 // Only client backends of this database can write its tables; our own
-// session is excluded.
+// session is excluded. A session with track_activities off reports no
+// xact_start (its state is 'disabled'), so its transactions are as
+// invisible as another role's to an unprivileged one.
 const boundSQL = `WITH c AS (SELECT clock_timestamp() AS now),
 act AS (
 	SELECT a.xact_start,
@@ -85,7 +91,12 @@ oldest AS (SELECT act.* FROM act, c WHERE act.xact_start >= c.now - $1::interval
 stuck AS (SELECT act.* FROM act, c WHERE act.xact_start < c.now - $1::interval ORDER BY xact_start LIMIT 1),
 prep AS (SELECT p.prepared, p.gid FROM pg_prepared_xacts p WHERE p.database = current_database()),
 prepOldest AS (SELECT prep.* FROM prep, c WHERE prepared >= c.now - $1::interval ORDER BY prepared LIMIT 1),
-prepStuck AS (SELECT prep.* FROM prep, c WHERE prepared < c.now - $1::interval ORDER BY prepared LIMIT 1)
+prepStuck AS (SELECT prep.* FROM prep, c WHERE prepared < c.now - $1::interval ORDER BY prepared LIMIT 1),
+untracked AS (
+	SELECT format('pid %s (user %s, application %s)', a.pid, a.usename, coalesce(nullif(a.application_name, ''), '-')) AS who
+	FROM pg_stat_activity a
+	WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+	  AND a.backend_type = 'client backend' AND a.state = 'disabled')
 SELECT c.now,
 	(SELECT xact_start FROM oldest), (SELECT who FROM oldest),
 	(SELECT xact_start FROM stuck), (SELECT who FROM stuck),
@@ -94,7 +105,9 @@ SELECT c.now,
 	pg_is_in_recovery(),
 	CASE WHEN pg_is_in_recovery() THEN pg_last_xact_replay_timestamp() END,
 	(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
-	current_user
+	current_user,
+	(SELECT count(*) FROM untracked), (SELECT min(who) FROM untracked),
+	EXISTS (SELECT FROM prep)
 FROM c`
 
 // UpperBoundWith computes the run's upper bound: the server's clock,
@@ -114,13 +127,16 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		replica                                bool
 		privileged                             *bool
 		user                                   string
+		untracked                              int64
+		untrackedWho                           *string
+		prepared                               bool
 	)
 	err := s.conn.QueryRow(ctx, boundSQL, fmt.Sprintf("%d microseconds", o.StuckCap.Microseconds())).Scan(
-		&now, &oldest, &oldestWho, &stuck, &stuckWho, &prep, &prepGID, &prepStuck, &stuckGID, &replica, &replay, &privileged, &user)
+		&now, &oldest, &oldestWho, &stuck, &stuckWho, &prep, &prepGID, &prepStuck, &stuckGID, &replica, &replay, &privileged, &user, &untracked, &untrackedWho, &prepared)
 	if err != nil {
 		return Bound{}, s.classify("read the source clock and open transactions", err)
 	}
-	b := Bound{Now: now.UnixMicro(), Kind: "clock", Replica: replica}
+	b := Bound{Now: now.UnixMicro(), Kind: "clock", Replica: replica, Prepared: prepared && !o.ClockOnly}
 	to := now
 	lower := func(ts *time.Time, kind, detail string) {
 		if ts != nil && ts.Before(to) {
@@ -144,6 +160,9 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		if privileged == nil || !*privileged {
 			b.Warnings = append(b.Warnings, fmt.Sprintf("role %s lacks pg_read_all_stats, so other roles' open transactions are invisible: only the lookback protects their rows (GRANT pg_read_all_stats TO %s)", user, quoteIdent(user)))
 		}
+		if untracked > 0 {
+			b.Warnings = append(b.Warnings, fmt.Sprintf("sessions with track_activities off (%d, the first %s) report no transaction start, so their open transactions are invisible: only the lookback protects their rows (leave track_activities on)", untracked, deref(untrackedWho)))
+		}
 	} else {
 		b.Warnings = append(b.Warnings, "the open-transaction bound is off: only the lookback protects rows of transactions that commit late")
 	}
@@ -154,7 +173,7 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		b.Warnings = append(b.Warnings, "the source is a hot standby, which cannot see the primary's open transactions: only the lookback protects rows of transactions that commit later than it")
 	}
 	lower(replay, "replay", fmt.Sprintf("a replica, replayed up to %s", fmtTS(replay)))
-	blind := o.ClockOnly || replica || privileged == nil || !*privileged
+	blind := o.ClockOnly || replica || privileged == nil || !*privileged || untracked > 0
 	if b.Kind == "clock" && blind {
 		b.Kind = "fallback_lookback"
 	}
