@@ -8,9 +8,9 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
@@ -34,7 +34,7 @@ type outputs struct {
 	seq      *atomic.Int64 // numbers the files of all workers
 	target   int64
 	rowGroup int64 // raw bytes of one row group
-	modKind  pgsource.ModKind
+	modKind  watermark.Kind
 	enc      *encoders
 	window   int // row groups handed to the encoders at once
 	files    []manifest.File
@@ -283,7 +283,7 @@ func (o *outputs) closePart() error {
 	p := o.part
 	o.part = nil
 	if p.anyMod {
-		lo, hi := pgsource.FormatMod(o.modKind, pgsource.Mod(p.min)), pgsource.FormatMod(o.modKind, pgsource.Mod(p.max))
+		lo, hi := watermark.Format(o.modKind, watermark.Value(p.min)), watermark.Format(o.modKind, watermark.Value(p.max))
 		p.file.MinModifiedAt, p.file.MaxModifiedAt = &lo, &hi
 	}
 	if err := p.w.Close(); err != nil {

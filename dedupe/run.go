@@ -15,8 +15,8 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
@@ -122,7 +122,7 @@ type work struct {
 	bucketed map[int][]manifest.File
 	order    map[string]int // committed position of every file
 	floor    *int64         // tombstones older than this are dropped
-	modKind  pgsource.ModKind
+	modKind  watermark.Kind
 }
 
 func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*work, string, error) {
@@ -172,7 +172,7 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 			return nil, fmt.Sprintf("nothing was committed since the last dedupe (seq %d): every file is in its bucket", st.Seq), nil
 		}
 	}
-	if w.modKind, err = modKindOf(st); err != nil {
+	if w.modKind, err = st.ModifiedAtKind(); err != nil {
 		return nil, "", err
 	}
 	if !r.opts.KeepTombstones && st.Watermark != nil {
@@ -180,17 +180,20 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 		if err != nil {
 			return nil, "", err
 		}
-		wm, err := pgsource.ParseMod(w.modKind, *st.Watermark)
+		wm, err := watermark.Parse(w.modKind, *st.Watermark)
 		if err != nil {
-			return nil, "", fmt.Errorf("read the committed watermark: %w", err)
+			return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.Watermark, err)
 		}
 		floor := wm.Sub(w.modKind, lookback)
 		// A stuck transaction can hold the next run's from below the
-		// lookback: its rows could still bring older versions.
+		// lookback: its rows could still bring older versions, so an
+		// unreadable floor must not drop their tombstones.
 		if st.FromFloor != nil {
-			if ff, err := pgsource.ParseMod(w.modKind, *st.FromFloor); err == nil && ff < floor {
-				floor = ff
+			ff, err := watermark.Parse(w.modKind, *st.FromFloor)
+			if err != nil {
+				return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.FromFloor, err)
 			}
+			floor = min(floor, ff)
 		}
 		f := int64(floor)
 		w.floor = &f
@@ -218,27 +221,7 @@ func (r *runner) lookback(ctx context.Context, st *manifest.State) (time.Duratio
 		}
 		return d, nil
 	}
-	return DefaultLookback, nil
-}
-
-func modKindOf(st *manifest.State) (pgsource.ModKind, error) {
-	if st.Schema != nil {
-		for _, f := range st.Schema.Fields {
-			if f.Name != st.Identity.ModifiedAt {
-				continue
-			}
-			switch f.Logical {
-			case "DATE":
-				return pgsource.ModDate, nil
-			case "TIMESTAMP(MICROS,false)":
-				return pgsource.ModTimestamp, nil
-			case "TIMESTAMP(MICROS,true)":
-				return pgsource.ModTimestamptz, nil
-			}
-			return 0, fmt.Errorf("modified-at column %q is written as %s %s, not as a timestamp or date", f.Name, f.Physical, f.Logical)
-		}
-	}
-	return 0, fmt.Errorf("the committed schema has no modified-at column %q", st.Identity.ModifiedAt)
+	return watermark.DefaultLookback, nil
 }
 
 // round plans, rewrites and commits once. again means another dedupe or a

@@ -12,6 +12,7 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // Errors that callers classify.
@@ -31,7 +32,6 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultLookback        = 30 * time.Second // PostgreSQL's, as established tools use
 	DefaultTargetFileBytes = 128 << 20
 	DefaultRowGroupBytes   = 16 << 20
 	DefaultRowGroupRows    = 1_000_000
@@ -42,7 +42,7 @@ const (
 	// default's, so that a default export from a replica keeps working and
 	// a replica never silently runs with less than a primary's protection
 	// from an established tool.
-	MinReplicaLookback = DefaultLookback
+	MinReplicaLookback = watermark.DefaultLookback
 )
 
 // Options describe one export of one model.

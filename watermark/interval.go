@@ -10,6 +10,9 @@ type Interval struct {
 	// IncludeNull: rows whose modified-at is NULL are read too (first run and
 	// full refresh).
 	IncludeNull bool `json:"include_null,omitempty"`
+	// IncludeBeyondTo: rows stamped at or after To are read too (a full
+	// refresh, which replaces every earlier file, reads every stamp).
+	IncludeBeyondTo bool `json:"include_beyond_to,omitempty"`
 }
 
 // Cursor is a position in (modified_at, pk...) order. Key values are

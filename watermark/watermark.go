@@ -144,11 +144,11 @@ func parse(k Kind, s string) (Value, error) {
 	if d > daysIn(y, m) {
 		return 0, ErrSyntax
 	}
+	if y > maxYear || y < -maxYear {
+		return 0, ErrRange // its day count would overflow
+	}
 	days := daysFromCivil(y, m, d)
 	if k == Date {
-		if days <= int64(NegInfinity) || days >= int64(Infinity) {
-			return 0, ErrRange
-		}
 		return Value(days), nil
 	}
 	if k == Timestamptz {
@@ -167,6 +167,10 @@ func parse(k Kind, s string) (Value, error) {
 	}
 	return Value(days*microsPerDay + tod), nil
 }
+
+// maxYear bounds the years Parse takes, so that daysFromCivil cannot
+// overflow: far beyond PostgreSQL's latest date, 5874897 AD.
+const maxYear = 1_000_000_000_000
 
 // parseDate reads YYYY-MM-DD, with four or more year digits; the caller
 // checks the day against the month once it knows the era.
@@ -238,13 +242,16 @@ func (v Value) Sub(k Kind, d time.Duration) Value {
 		// floor((v·day − d) / day) = v − ceil(d / day), without the
 		// product, which overflows for dates far in the future.
 		us := d.Microseconds()
-		return v - Value((us+microsPerDay-1)/microsPerDay)
+		return v.sub(Value((us + microsPerDay - 1) / microsPerDay))
 	}
-	us := Value(d.Microseconds())
-	if v < NegInfinity+1+us {
+	return v.sub(Value(d.Microseconds()))
+}
+
+func (v Value) sub(n Value) Value {
+	if v < NegInfinity+1+n {
 		return NegInfinity + 1 // the earliest finite value, not -infinity
 	}
-	return v - us
+	return v - n
 }
 
 // Time returns the instant of a timestamp value (read as UTC for a naive

@@ -115,6 +115,10 @@ func TestParseRefuses(t *testing.T) {
 		{Timestamptz, "2024-01-01 00:00:00.000000", ErrSyntax},
 		{Timestamptz, "2024-01-01 00:00:00.000000+01", ErrSyntax},
 		{Timestamp, "300000-01-01 00:00:00", ErrRange},
+		// Years whose day count would overflow: refused, not wrapped.
+		{Date, "9000000000000000000-01-01", ErrRange},
+		{Date, "100000000000000000-01-01", ErrRange},
+		{Date, "25000000000000000-01-01 BC", ErrRange},
 		{Date, "", ErrSyntax},
 	} {
 		if _, err := Parse(tc.kind, tc.lit); !errors.Is(err, tc.want) {
@@ -167,6 +171,17 @@ func TestSub(t *testing.T) {
 	}
 }
 
+// Sub never reaches -infinity, or wraps past it, from a finite value.
+func TestSubFloor(t *testing.T) {
+	for _, k := range []Kind{Date, Timestamp, Timestamptz} {
+		for _, v := range []Value{NegInfinity + 1, NegInfinity + 2} {
+			if got := v.Sub(k, 48*time.Hour); got != NegInfinity+1 {
+				t.Errorf("%s %d - 48h = %d, want %d", k, v, got, NegInfinity+1)
+			}
+		}
+	}
+}
+
 func TestKind(t *testing.T) {
 	for _, k := range []Kind{Timestamptz, Timestamp, Date} {
 		back, err := ParseKind(k.String())
@@ -198,7 +213,11 @@ func TestWidenForFallBack(t *testing.T) {
 		want string
 	}{
 		// Before the fall-back, read after it: the repeated hour is read again.
+		{"2024-11-03 00:30:00.000000", fallBack.Add(45 * time.Minute), "2024-11-02 23:30:00.000000"},
+		// Inside the repeated hour: taken at its first reading.
 		{"2024-11-03 01:30:00.000000", fallBack.Add(time.Hour), "2024-11-03 00:30:00.000000"},
+		// Both after it: nothing to widen.
+		{"2024-11-03 03:00:00.000000", fallBack.Add(150 * time.Minute), "2024-11-03 03:00:00.000000"},
 		// No change of offset between from and now: nothing to widen.
 		{"2024-07-01 12:00:00.000000", time.Date(2024, 7, 1, 17, 0, 0, 0, time.UTC), "2024-07-01 12:00:00.000000"},
 		// A spring-forward skips wall times; nothing is repeated.

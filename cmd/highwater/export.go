@@ -19,6 +19,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/config"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 func cmdExport(env *environment) *cobra.Command {
@@ -53,7 +54,7 @@ does not undo the commits of the others (the last line names the models that com
 		pk          = fs.String("primary-key", "", "primary key `COL[,COL]`")
 		modifiedAt  = fs.String("modified-at", "", "modified-at `COL`umn (timestamptz, timestamp or date)")
 		dest        = fs.String("dest", "", "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix")
-		lookback    = fs.Duration("lookback", export.DefaultLookback, "re-read this much below the watermark")
+		lookback    = fs.Duration("lookback", watermark.DefaultLookback, "re-read this much below the watermark")
 		tenantCol   = fs.String("tenant-column", "", "tenant `COL`umn")
 		tenant      = fs.String("tenant", "", "tenant `value`")
 		fullRefresh = fs.Bool("full-refresh", false, "read every row and replace every earlier file")
@@ -112,7 +113,7 @@ does not undo the commits of the others (the last line names the models that com
 				}
 				name = defaultModelName(*table)
 			}
-			o := export.Options{Model: name, Lookback: export.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
+			o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
 			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol}
 			if set["tenant"] {
 				o.Source.Tenant = tenant
@@ -322,7 +323,7 @@ func tenantOf(o export.Options) string {
 
 func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error) {
 	t := cfg.Defaults.Merge(m.Tuning)
-	o := export.Options{Model: m.Name, Lookback: export.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone, Compression: t.Compression}
+	o := export.Options{Model: m.Name, Lookback: watermark.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone, Compression: t.Compression}
 	if d, _ := t.LookbackDuration(); d >= 0 {
 		o.Lookback = d
 	}

@@ -31,11 +31,11 @@ type statusLine struct {
 	// ToBound is what fixed to (clock, oldest_transaction, replay, window,
 	// ...); null for commits that read no interval.
 	ToBound *string `json:"to_bound"`
-	// DurationSeconds is the run's time from its plan to this commit; null
-	// when the commit has no plan (vacuum) or the plan is gone.
 	// ToBoundDetail says what the bound could not see (a role without
 	// pg_read_all_stats, a replica) or which transaction held it back.
 	ToBoundDetail string `json:"to_bound_detail,omitempty"`
+	// DurationSeconds is the run's time from its plan to this commit; null
+	// when the commit has no plan (vacuum) or the plan is gone.
 	DurationSeconds *float64 `json:"duration_seconds"`
 	planned         bool
 	committed       time.Time
