@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -437,7 +436,11 @@ func (l *lakeFlags) check(needModel bool) error {
 	case l.dest == "":
 		return usageErr("--dest is required")
 	}
-	return checkDest(l.dest, l.tenant)
+	var tenant *string
+	if l.tenant != "" {
+		tenant = &l.tenant
+	}
+	return checkDest(l.dest, tenant)
 }
 
 // checkDest finds, before anything is opened or created, the destination
@@ -445,20 +448,13 @@ func (l *lakeFlags) check(needModel bool) error {
 // destination, no bucket, a {tenant} placeholder without a tenant.
 // destination.Open also knows mem://, a fresh in-memory lake for tests,
 // which a command line must refuse: a run into it would vanish.
-func checkDest(raw, tenant string) error {
-	if strings.Contains(raw, "{tenant}") {
-		if tenant == "" {
-			return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", destination.Redact(raw))
-		}
-		raw = strings.ReplaceAll(raw, "{tenant}", "tenant")
+func checkDest(raw string, tenant *string) error {
+	if strings.Contains(raw, "{tenant}") && tenant == nil {
+		return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", destination.Redact(raw))
 	}
-	u, err := url.Parse(raw)
+	u, err := destination.ParseTenant(raw, tenant)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return usageErr("parse destination URL %q: %v", destination.Redact(raw), err)
+		return usageErr("%v", err)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "":

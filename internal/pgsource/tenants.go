@@ -1,0 +1,60 @@
+package pgsource
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+)
+
+// Tenants runs a model's tenants_query, in a read-only transaction, and
+// returns its distinct values in the order returned. The query returns one
+// column of a text type (cast another type: SELECT id::text); a NULL row
+// names no tenant (no row can match it) and is counted in nulls.
+func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, nulls int, err error) {
+	tx, err := s.conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return nil, 0, s.classify("run tenants_query", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	rows, err := tx.Query(ctx, query, pgx.QueryResultFormats{pgx.TextFormatCode})
+	if err != nil {
+		return nil, 0, fmt.Errorf("run tenants_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+	}
+	defer rows.Close()
+	fields := rows.FieldDescriptions()
+	if len(fields) != 1 {
+		return nil, 0, fmt.Errorf("tenants_query returns %d columns, not one: %w", len(fields), ErrBadModel)
+	}
+	switch fields[0].DataTypeOID {
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
+	default:
+		rows.Close() // the connection is busy until then
+		var name string
+		if err := tx.QueryRow(ctx, "SELECT format_type($1, NULL)", fields[0].DataTypeOID).Scan(&name); err != nil {
+			name = fmt.Sprint("type ", fields[0].DataTypeOID)
+		}
+		if name != "citext" {
+			return nil, 0, fmt.Errorf("tenants_query returns a column of %s, not text: cast it (SELECT %s::text ...): %w", name, quoteIdent(fields[0].Name), ErrBadModel)
+		}
+	}
+	seen := map[string]bool{}
+	for rows.Next() {
+		var t *string
+		if err := rows.Scan(&t); err != nil {
+			return nil, 0, s.classify("read tenants_query", err)
+		}
+		switch {
+		case t == nil:
+			nulls++
+		case !seen[*t]:
+			seen[*t] = true
+			tenants = append(tenants, *t)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("run tenants_query: %w", scrubErr(err, s.password))
+	}
+	return tenants, nulls, nil
+}
