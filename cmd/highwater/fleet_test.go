@@ -119,7 +119,7 @@ func tenantLake(t *testing.T, destTmpl, model, tenant string) (n, sum int64, org
 	}
 	defer ddb.Close()
 	last := `(SELECT * FROM read_parquet([` + strings.Join(paths, ",") + `]) QUALIFY row_number() OVER (PARTITION BY id ORDER BY updated_at DESC, v DESC) = 1)`
-	if err := ddb.QueryRow(`SELECT count(*), coalesce(sum(v), 0) FROM ` + last).Scan(&n, &sum); err != nil {
+	if err := ddb.QueryRow(`SELECT count(*), coalesce(sum(v), 0) FROM `+last).Scan(&n, &sum); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := ddb.Query(`SELECT DISTINCT org FROM ` + last)
