@@ -27,7 +27,7 @@ type Instance struct {
 }
 
 // String names the instance in logs and summaries: the model, and for a
-// tenant the quoted tenant value in brackets, so that ” and values with
+// tenant the quoted tenant value in brackets, so that the empty tenant and values with
 // spaces or brackets stay readable and unambiguous.
 func (i Instance) String() string {
 	if i.Tenant == nil {

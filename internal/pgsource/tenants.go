@@ -25,6 +25,11 @@ func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, n
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
 	if len(fields) != 1 {
+		// An error of the statement (a write refused) comes with no fields.
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, 0, fmt.Errorf("run tenants_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+		}
 		return nil, 0, fmt.Errorf("tenants_query returns %d columns, not one: %w", len(fields), ErrBadModel)
 	}
 	switch fields[0].DataTypeOID {
