@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -33,56 +34,59 @@ only the buckets that new rows touch.`,
 		tempDir    = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
 		compress   = fs.String("compression", "zstd", "Parquet page `codec` of the output: zstd, snappy, gzip or none")
 	)
+	var ff fleetFlags
+	ff.registerLake(fs, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		if err := lake.check(true); err != nil {
-			return err
-		}
-		opts := dedupe.Options{Model: lake.model, KeepTombstones: *keepTomb, TempDir: *tempDir, Logger: env.logger, Failpoint: env.failpoint(),
-			Compression: *compress, Build: env.build.formats()}
-		if _, err := formats.NewCodec(opts.Compression); err != nil {
-			return usageErr("--compression: %v", err)
-		}
-		var err error
-		if opts.MemoryLimit, err = config.ParseSize(*memLimit); err != nil {
-			return usageErr("--memory-limit: %v", err)
-		}
-		if opts.TargetFileBytes, err = config.ParseSize(*targetSize); err != nil {
-			return usageErr("--target-file-size: %v", err)
-		}
-		if fs.Changed("lookback") {
-			if *lookback < 0 {
-				return usageErr("--lookback %s is negative", *lookback)
+		return ff.runLake(cmd.Context(), env, &lake, func(ctx context.Context, env *environment, lake *lakeFlags) error {
+			if err := lake.check(true); err != nil {
+				return err
 			}
-			opts.Lookback = lookback
-		}
-		if err := opts.Validate(); err != nil {
-			return usageErr("%v", err)
-		}
-		d, err := lake.open(ctx, true)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		start := time.Now()
-		res, err := dedupe.Run(ctx, d, opts)
-		if err != nil {
-			return err
-		}
-		if res.Commit == nil {
-			fmt.Fprintf(env.stdout, "%s: nothing to do: %s\n", lake.model, res.Reason)
+			opts := dedupe.Options{Model: lake.model, KeepTombstones: *keepTomb, TempDir: *tempDir, Logger: env.logger, Failpoint: env.failpoint(),
+				Compression: *compress, Build: env.build.formats()}
+			if _, err := formats.NewCodec(opts.Compression); err != nil {
+				return usageErr("--compression: %v", err)
+			}
+			var err error
+			if opts.MemoryLimit, err = config.ParseSize(*memLimit); err != nil {
+				return usageErr("--memory-limit: %v", err)
+			}
+			if opts.TargetFileBytes, err = config.ParseSize(*targetSize); err != nil {
+				return usageErr("--target-file-size: %v", err)
+			}
+			if fs.Changed("lookback") {
+				if *lookback < 0 {
+					return usageErr("--lookback %s is negative", *lookback)
+				}
+				opts.Lookback = lookback
+			}
+			if err := opts.Validate(); err != nil {
+				return usageErr("%v", err)
+			}
+			d, err := lake.open(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			start := time.Now()
+			res, err := dedupe.Run(ctx, d, opts)
+			if err != nil {
+				return err
+			}
+			if res.Commit == nil {
+				fmt.Fprintf(env.stdout, "%s: nothing to do: %s\n", lake.model, res.Reason)
+				return nil
+			}
+			how := fmt.Sprintf("%d of %d buckets", res.BucketsTouched, res.Layout.Buckets)
+			if res.FullRewrite {
+				how = fmt.Sprintf("full rewrite into %d buckets", res.Layout.Buckets)
+			}
+			fmt.Fprintf(env.stdout, "%s: committed seq %d (dedupe, %s): %d rows in %d files -> %d rows in %d files (%d bytes), %.1fs\n",
+				lake.model, res.Commit.Seq, how, res.InputRows, res.InputFiles, res.OutputRows, res.OutputFiles, res.OutputBytes, time.Since(start).Seconds())
+			for _, w := range res.Warnings {
+				env.logger.Warn(w)
+			}
 			return nil
-		}
-		how := fmt.Sprintf("%d of %d buckets", res.BucketsTouched, res.Layout.Buckets)
-		if res.FullRewrite {
-			how = fmt.Sprintf("full rewrite into %d buckets", res.Layout.Buckets)
-		}
-		fmt.Fprintf(env.stdout, "%s: committed seq %d (dedupe, %s): %d rows in %d files -> %d rows in %d files (%d bytes), %.1fs\n",
-			lake.model, res.Commit.Seq, how, res.InputRows, res.InputFiles, res.OutputRows, res.OutputFiles, res.OutputBytes, time.Since(start).Seconds())
-		for _, w := range res.Warnings {
-			env.logger.Warn(w)
-		}
-		return nil
+		}, nil)
 	}
 	return cmd
 }

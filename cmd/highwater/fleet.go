@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,6 +33,7 @@ type job struct {
 // fleetFlags select and schedule the instances of a config's models: the
 // flags that every command working on several instances shares.
 type fleetFlags struct {
+	config   string // maintenance commands; export has its own --config
 	tenants  []string
 	parallel int
 	shard    string
@@ -41,6 +44,18 @@ func (f *fleetFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.parallel, "parallel", 1, "run up to `N` model instances at once, over N source connections")
 	fs.StringVar(&f.shard, "shard", "", "take only the instances of shard `I/N` (a stable hash of model and tenant, I mod N)")
 	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
+}
+
+// registerLake adds the flags to a maintenance command, whose --tenant
+// is lakeFlags'; withJSON is false where the command prints JSON its own
+// way.
+func (f *fleetFlags) registerLake(fs *pflag.FlagSet, withJSON bool) {
+	fs.StringVar(&f.config, "config", "", "YAML config `file`: work on its models and their tenants (--model and --tenant select)")
+	fs.IntVar(&f.parallel, "parallel", 1, "with --config, work on up to `N` model instances at once")
+	fs.StringVar(&f.shard, "shard", "", "with --config, take only the instances of shard `I/N` (as export does)")
+	if withJSON {
+		fs.BoolVar(&f.json, "json", false, "with --config, print the summary as one JSON object")
+	}
 }
 
 // check validates the flags; it needs no connection.
@@ -243,15 +258,7 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 	if jobs, err = selectTenants(jobs, ff.tenants, true); err != nil {
 		return err
 	}
-	var insts []fleet.Instance
-	var mine []job
-	for _, j := range jobs {
-		if shard.Has(j.inst) {
-			mine = append(mine, j)
-			insts = append(insts, j.inst)
-		}
-	}
-	other := len(jobs) - len(mine)
+	mine, insts, other := shardOf(jobs, shard)
 	var outMu sync.Mutex
 	do := func(ctx context.Context, slot, i int) (string, error) {
 		j := mine[i]
@@ -351,4 +358,118 @@ func reportSummary(w io.Writer, s *fleet.Summary, asJSON bool) error {
 		}
 	}
 	return summaryErr(s)
+}
+
+// shardOf keeps the jobs of the shard, and counts the others.
+func shardOf(jobs []job, shard fleet.Shard) (mine []job, insts []fleet.Instance, other int) {
+	for _, j := range jobs {
+		if shard.Has(j.inst) {
+			mine = append(mine, j)
+			insts = append(insts, j.inst)
+		}
+	}
+	return mine, insts, len(jobs) - len(mine)
+}
+
+// runLake runs a maintenance command's body: once for the model its flags
+// name, or, with --config, for every selected model instance (at most
+// --parallel at once, of --shard), each with its own lakeFlags and a
+// summary at the end. after, when set, runs before the summary is printed.
+func (f *fleetFlags) runLake(ctx context.Context, env *environment, lake *lakeFlags,
+	body func(ctx context.Context, env *environment, lake *lakeFlags) error, after func()) error {
+	shard, err := f.check()
+	if err != nil {
+		return err
+	}
+	if f.config == "" {
+		if f.parallel != 1 || f.shard != "" || f.json {
+			return usageErr("--parallel, --shard and --json (of the summary) need --config")
+		}
+		return body(ctx, env, lake)
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	destURL := lake.dest
+	if destURL == "" {
+		destURL = cfg.Dest
+	}
+	if destURL == "" {
+		return usageErr("--dest is required (or dest: in the config)")
+	}
+	jobs, err := selectModels(cfg, splitList(lake.model))
+	if err != nil {
+		return err
+	}
+	hasQuery := slices.ContainsFunc(jobs, func(j job) bool { return j.tenantsQuery != "" })
+	if jobs, err = selectTenants(jobs, lake.tenants, !hasQuery); err != nil {
+		return err
+	}
+	if err := checkFanOut(jobs, destURL); err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := checkDest(destURL, j.opts.Source.Tenant); err != nil {
+			return err
+		}
+	}
+	if hasQuery {
+		// One connection, to read the tenant lists, closed before the work.
+		sourceURL := cmp.Or(cfg.Source, env.getenv("HIGHWATER_SOURCE"))
+		if sourceURL == "" {
+			return usageErr("a model has a tenants_query: the config needs a source (or $HIGHWATER_SOURCE)")
+		}
+		src, err := pgsource.Connect(ctx, sourceURL)
+		if err != nil {
+			return err
+		}
+		jobs, err = resolveTenants(ctx, env, src, jobs)
+		src.Close(context.WithoutCancel(ctx))
+		if err != nil {
+			return err
+		}
+		if jobs, err = selectTenants(jobs, lake.tenants, true); err != nil {
+			return err
+		}
+	}
+	mine, insts, other := shardOf(jobs, shard)
+	var outMu sync.Mutex
+	s := fleet.Run(ctx, f.parallel, insts, func(ctx context.Context, _, i int) (string, error) {
+		j := mine[i]
+		l := &lakeFlags{dest: destURL, model: j.opts.Model, fleet: true}
+		if t := j.opts.Source.Tenant; t != nil {
+			l.tenant, l.tenantSet = *t, true
+		}
+		// An instance's lines come out together, after it ends, each led
+		// by the instance when it is a tenant's: the body names the model.
+		var buf bytes.Buffer
+		e := *env
+		e.stdout = &buf
+		if j.inst.Tenant != nil {
+			e.logger = env.logger.With("model", j.opts.Model, "tenant", *j.inst.Tenant)
+		}
+		err := body(ctx, &e, l)
+		if !f.json && buf.Len() > 0 {
+			outMu.Lock()
+			for line := range strings.Lines(buf.String()) {
+				if j.inst.Tenant != nil {
+					line = j.inst.String() + " " + line
+				}
+				io.WriteString(env.stdout, line)
+			}
+			outMu.Unlock()
+		}
+		return "", err
+	})
+	s.OtherShards = other
+	for _, o := range s.Outcomes {
+		if o.Status == fleet.Failed && errors.Is(o.Err, errUsage) {
+			return o.Err // the same flags fail every instance, before touching any
+		}
+	}
+	if after != nil {
+		after()
+	}
+	return reportSummary(env.stdout, s, f.json)
 }

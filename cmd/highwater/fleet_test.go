@@ -360,3 +360,57 @@ func TestTenantValuesAsFlags(t *testing.T) {
 		checkTenantLake(t, db, dest, tn)
 	}
 }
+
+// TestMaintenanceFansOut runs dedupe, vacuum, status and verify over the
+// tenants of a config model, as export does: --parallel, --shard,
+// --tenant, --json, and usage errors that exit 2.
+func TestMaintenanceFansOut(t *testing.T) {
+	tenants := []string{"", "a/b", "two words", "t1", "t2"}
+	db := setupOrgs(t, tenants)
+	root := t.TempDir()
+	dest := "file://" + root + "/lake/{tenant}"
+	cfg := writeConfig(t, db, dest, "    tenants_query: SELECT name FROM orgs")
+	for range 2 {
+		pgtest.Exec(t, db, `UPDATE events SET v = v + 1, updated_at = now() WHERE id % 3 = 0`)
+		if code, out, errOut := highwater(t, "export", "--config", cfg, "--parallel", "2"); code != 0 {
+			t.Fatalf("export: exit %d\n%s\n%s", code, out, errOut)
+		}
+	}
+	code, out, errOut := highwater(t, "verify", "--config", cfg, "--parallel", "3")
+	if code != 0 || !strings.Contains(out, "summary: 5 done, 0 failed, 0 skipped") || !strings.Contains(out, `events["a/b"] events: ok`) {
+		t.Fatalf("verify: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var sums []summaryJSON
+	for i := range 2 {
+		code, out, errOut := highwater(t, "dedupe", "--config", cfg, "--shard", fmt.Sprintf("%d/2", i), "--json")
+		if code != 0 {
+			t.Fatalf("dedupe shard %d: exit %d\n%s\n%s", i, code, out, errOut)
+		}
+		sums = append(sums, parseSummary(t, out))
+	}
+	doneOnce(t, tenants, sums...)
+	for _, tn := range tenants {
+		if seq := checkTenantLake(t, db, dest, tn); seq != 3 {
+			t.Fatalf("tenant %q at seq %d after export, export, dedupe", tn, seq)
+		}
+	}
+	code, out, errOut = highwater(t, "status", "--config", cfg, "--tenant", "", "--tenant", "two words")
+	if code != 0 || strings.Count(out, `events[""]`) != 1 || strings.Count(out, `events["two words"]`) != 1 || strings.Contains(out, "t1") ||
+		!strings.Contains(errOut, "summary: 2 done") {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, out, errOut = highwater(t, "vacuum", "--config", cfg, "--older-than", "1h", "--parallel", "2", "--json")
+	if s := parseSummary(t, out); code != 0 || s.Done != len(tenants) {
+		t.Fatalf("vacuum: exit %d %+v %s", code, s, errOut)
+	}
+	for _, args := range [][]string{
+		{"vacuum", "--config", cfg},
+		{"verify", "--dest", dest, "--model", "events", "--tenant", "t1", "--parallel", "2"},
+		{"verify", "--config", cfg, "--tenant", "nobody"},
+		{"verify", "--config", cfg, "--shard", "2/2"},
+	} {
+		if code, out, errOut := highwater(t, args...); code != 2 {
+			t.Errorf("%q: exit %d, want 2\n%s\n%s", args, code, out, errOut)
+		}
+	}
+}

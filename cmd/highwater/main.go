@@ -411,12 +411,19 @@ func (e *environment) failpoint() func(string) {
 // reads or rewrites a lake.
 type lakeFlags struct {
 	dest, model, tenant string
+	// tenantSet: tenant is set, even when empty (an instance of a fan-out).
+	tenantSet bool
+	// tenants holds the --tenant flags; with --config, several select
+	// tenants (fleetFlags.runLake).
+	tenants []string
+	// fleet is set when the command fans out with --config.
+	fleet bool
 }
 
 func (l *lakeFlags) register(fs *pflag.FlagSet, modelUsage string) {
 	fs.StringVar(&l.dest, "dest", "", "destination `URL`")
 	fs.StringVar(&l.model, "model", "", modelUsage)
-	fs.StringVar(&l.tenant, "tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+	fs.StringArrayVar(&l.tenants, "tenant", nil, "tenant `value` for a destination with a {tenant} placeholder")
 }
 
 // open opens the destination; a command that acts on one model needs it.
@@ -426,21 +433,30 @@ func (l *lakeFlags) open(ctx context.Context, needModel bool) (*destination.Dest
 	if err := l.check(needModel); err != nil {
 		return nil, err
 	}
-	return destination.Open(ctx, l.dest, l.tenant)
+	return destination.OpenTenant(ctx, l.dest, l.tenantPtr())
+}
+
+func (l *lakeFlags) tenantPtr() *string {
+	if !l.tenantSet {
+		return nil
+	}
+	return &l.tenant
 }
 
 func (l *lakeFlags) check(needModel bool) error {
+	if !l.fleet && l.tenants != nil {
+		if len(l.tenants) > 1 {
+			return usageErr("--tenant takes one value without --config")
+		}
+		l.tenant, l.tenantSet = l.tenants[0], true
+	}
 	switch {
 	case l.dest == "" && needModel, needModel && l.model == "":
 		return usageErr("--dest and --model are required")
 	case l.dest == "":
 		return usageErr("--dest is required")
 	}
-	var tenant *string
-	if l.tenant != "" {
-		tenant = &l.tenant
-	}
-	return checkDest(l.dest, tenant)
+	return checkDest(l.dest, l.tenantPtr())
 }
 
 // checkDest finds, before anything is opened or created, the destination

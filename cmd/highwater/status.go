@@ -8,11 +8,13 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 )
@@ -49,62 +51,89 @@ object per commit per line (docs/cli.md describes its fields).`,
 	asJSON := fs.Bool("json", false, "print JSON, one object per commit per line (docs/cli.md)")
 	wide := fs.Bool("wide", false, "print every column: the interval, the run ID, removed files")
 	limit := fs.Int("limit", 0, "print only the last `N` commits of each model (0: all)")
+	var ff fleetFlags
+	ff.registerLake(fs, false)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		if err := lake.check(false); err != nil {
-			return err
-		}
-		d, err := lake.open(ctx, false)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		models := []string{lake.model}
-		if lake.model == "" {
-			if models, err = listModels(ctx, d); err != nil {
-				return err
-			}
-			if len(models) == 0 {
-				return fmt.Errorf("no models at %s", d)
-			}
-		}
-		var lines []statusLine
-		for _, m := range models {
-			log := manifest.NewLog(d, m)
-			n := 0
-			err := log.History(ctx, func(c *manifest.Commit) error {
-				n++
-				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
-				if c.Interval != nil {
-					l.From, l.To = c.Interval.From, &c.Interval.To
-				}
-				lines = append(lines, l)
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("read the log of %s: %w", m, err)
-			}
-			if n == 0 {
-				return fmt.Errorf("model %q has no commits at %s", m, d)
-			}
-		}
 		if *limit < 0 {
 			return usageErr("--limit %d is negative", *limit)
 		}
-		if *limit > 0 {
-			lines = lastCommits(lines, *limit)
-		}
-		if *asJSON {
-			enc := json.NewEncoder(env.stdout)
-			for _, l := range lines {
-				if err := enc.Encode(l); err != nil {
+		var mu sync.Mutex
+		var lines []statusLine
+		collect := func(ctx context.Context, _ *environment, lake *lakeFlags) error {
+			if err := lake.check(false); err != nil {
+				return err
+			}
+			d, err := lake.open(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			models := []string{lake.model}
+			if lake.model == "" {
+				if models, err = listModels(ctx, d); err != nil {
 					return err
 				}
+				if len(models) == 0 {
+					return fmt.Errorf("no models at %s", d)
+				}
 			}
+			var mine []statusLine
+			for _, m := range models {
+				label := m
+				if lake.fleet && lake.tenantSet {
+					label = fleet.Instance{Model: m, Tenant: &lake.tenant}.String()
+				}
+				log := manifest.NewLog(d, m)
+				n := 0
+				err := log.History(ctx, func(c *manifest.Commit) error {
+					n++
+					l := statusLine{Model: label, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
+						RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
+					if c.Interval != nil {
+						l.From, l.To = c.Interval.From, &c.Interval.To
+					}
+					mine = append(mine, l)
+					return nil
+				})
+				if err != nil {
+					return fmt.Errorf("read the log of %s: %w", m, err)
+				}
+				if n == 0 {
+					return fmt.Errorf("model %q has no commits at %s", m, d)
+				}
+			}
+			mu.Lock()
+			lines = append(lines, mine...)
+			mu.Unlock()
 			return nil
 		}
-		return printStatus(env.stdout, lines, *wide)
+		var printErr error
+		print := func() {
+			if *limit > 0 {
+				lines = lastCommits(lines, *limit)
+			}
+			if *asJSON {
+				enc := json.NewEncoder(env.stdout)
+				for _, l := range lines {
+					if printErr = enc.Encode(l); printErr != nil {
+						return
+					}
+				}
+				return
+			}
+			printErr = printStatus(env.stdout, lines, *wide)
+		}
+		// The summary of a fleet goes to stderr: stdout is the table, or
+		// JSON lines.
+		summaryEnv := *env
+		summaryEnv.stdout = env.stderr
+		if err := ff.runLake(cmd.Context(), &summaryEnv, &lake, collect, print); err != nil {
+			return err
+		}
+		if ff.config == "" {
+			print()
+		}
+		return printErr
 	}
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -26,35 +27,38 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 		olderThan = fs.Duration("older-than", 0, "retention: only removals and dead runs older than this `duration` (e.g. 168h)")
 		dryRun    = fs.Bool("dry-run", false, "list what would be deleted, change nothing")
 	)
+	var ff fleetFlags
+	ff.registerLake(fs, true)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		if *olderThan <= 0 {
-			return usageErr("--older-than is required and must be positive")
-		}
-		d, err := lake.open(ctx, true)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-			Logger: env.logger, Failpoint: env.failpoint()})
-		if err != nil {
-			return err
-		}
-		log := manifest.NewLog(d, lake.model)
-		verb := "deleted"
-		if *dryRun {
-			verb = "would delete"
-			for _, r := range res.Declared {
-				fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+		return ff.runLake(cmd.Context(), env, &lake, func(ctx context.Context, env *environment, lake *lakeFlags) error {
+			if *olderThan <= 0 {
+				return usageErr("--older-than is required and must be positive")
 			}
-		}
-		for _, k := range res.Deleted {
-			fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
-		}
-		fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes); %d runs or attempts declared abandoned\n",
-			lake.model, verb, len(res.Deleted), res.Bytes, len(res.Declared))
-		return nil
+			d, err := lake.open(ctx, true)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
+				Logger: env.logger, Failpoint: env.failpoint()})
+			if err != nil {
+				return err
+			}
+			log := manifest.NewLog(d, lake.model)
+			verb := "deleted"
+			if *dryRun {
+				verb = "would delete"
+				for _, r := range res.Declared {
+					fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+				}
+			}
+			for _, k := range res.Deleted {
+				fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
+			}
+			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes); %d runs or attempts declared abandoned\n",
+				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Declared))
+			return nil
+		}, nil)
 	}
 	return cmd
 }
