@@ -38,6 +38,9 @@ type VacuumResult struct {
 	// Deleted lists the deleted objects, relative to the model's root.
 	Deleted []string
 	Bytes   int64
+	// Pruned lists the run metadata deleted (prunableRuns), relative to
+	// the model's root.
+	Pruned []string
 }
 
 // commitInfo is what vacuum needs of each commit.
@@ -49,8 +52,9 @@ type commitInfo struct {
 }
 
 // Vacuum deletes objects that no reader can see: files removed from the
-// committed set by a commit older than the retention, and the files of
-// runs it first declares abandoned in a commit of its own. It never deletes
+// committed set by a commit older than the retention, the files of runs it
+// first declares abandoned in a commit of its own, and the plans and
+// checkpoints of runs done with (prunableRuns). It never deletes
 // a committed file, and never decides by an object's age.
 func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptions) (*VacuumResult, error) {
 	if opts.Model == "" {
@@ -106,11 +110,16 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		res.Declared = declare
 	}
 	doomed := deletable(st, objects, cutoff, res.Declared)
+	pruned, err := prunableRuns(ctx, dest, log, st, history, cutoff)
+	if err != nil {
+		return nil, err
+	}
 	if opts.DryRun {
 		for _, k := range doomed {
 			res.Deleted = append(res.Deleted, k)
 			res.Bytes += objects[k]
 		}
+		res.Pruned = pruned
 		return res, nil
 	}
 	for i, k := range doomed {
@@ -122,6 +131,12 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		}
 		res.Deleted = append(res.Deleted, k)
 		res.Bytes += objects[k]
+	}
+	for _, k := range pruned {
+		if err := dest.Delete(ctx, log.Key(k)); err != nil {
+			return res, fmt.Errorf("delete %s: %w", k, err)
+		}
+		res.Pruned = append(res.Pruned, k)
 	}
 	logger.Info("vacuumed", "declared_abandoned", len(res.Declared), "deleted", len(res.Deleted), "bytes", res.Bytes)
 	return res, nil

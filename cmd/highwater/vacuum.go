@@ -52,11 +52,11 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 					fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
 				}
 			}
-			for _, k := range res.Deleted {
+			for _, k := range append(res.Deleted, res.Pruned...) {
 				fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
 			}
-			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes); %d runs or attempts declared abandoned\n",
-				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Declared))
+			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes) and %d run metadata objects; %d runs or attempts declared abandoned\n",
+				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Pruned), len(res.Declared))
 			return nil
 		}, nil)
 	}
