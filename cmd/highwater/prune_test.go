@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +61,47 @@ func TestVacuumPrunesRuns(t *testing.T) {
 	if n := len(runDirs(t, dest, "items")); n != 3 {
 		t.Fatalf("%d runs after dedupe and export, want 3", n)
 	}
+}
+
+// TestMeasureNoChangeExport times a no-change export at 1, 100 and 1,000
+// commits of history, and at 1,000 after a vacuum has pruned the runs'
+// metadata. It asserts no duration: it reports them, when
+// HIGHWATER_MEASURE=1 (it runs 1,000 exports).
+func TestMeasureNoChangeExport(t *testing.T) {
+	if os.Getenv("HIGHWATER_MEASURE") == "" {
+		t.Skip("set HIGHWATER_MEASURE=1 to measure")
+	}
+	db, dest := setupItems(t)
+	export := []string{"export", "--source", db, "--table", "public.items", "--primary-key", "id", "--modified-at", "updated_at", "--dest", dest, "-q"}
+	one := func() time.Duration {
+		start := time.Now()
+		if code, _, errOut := highwater(t, export...); code != 0 {
+			t.Fatalf("export: %s", errOut)
+		}
+		return time.Since(start)
+	}
+	median := func() time.Duration {
+		var ds []time.Duration
+		for range 5 {
+			ds = append(ds, one())
+		}
+		slices.Sort(ds)
+		return ds[2]
+	}
+	commits := 0
+	for _, at := range []int{1, 100, 1000} {
+		for commits < at-1 {
+			one()
+			commits++
+		}
+		d := median()
+		commits += 5
+		t.Logf("no-change export at %d commits of history: median %s (%d run directories)", at, d.Round(time.Millisecond), len(runDirs(t, dest, "items")))
+	}
+	time.Sleep(10 * time.Millisecond)
+	if code, _, errOut := highwater(t, "vacuum", "--dest", dest, "--model", "items", "--older-than", "5ms", "-q"); code != 0 {
+		t.Fatalf("vacuum: %s", errOut)
+	}
+	d := median()
+	t.Logf("no-change export at %d commits after vacuum: median %s (%d run directories)", commits, d.Round(time.Millisecond), len(runDirs(t, dest, "items")))
 }
