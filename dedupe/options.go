@@ -7,7 +7,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/internal/progress"
 )
 
 // Defaults of Options.
@@ -47,6 +50,9 @@ type Options struct {
 	Build formats.Build
 
 	Logger *slog.Logger
+	// Progress, when set, counts the input rows read (of the inputs'
+	// rows) and the output files written, for a display on a terminal.
+	Progress *progress.Counter
 	// Failpoint, when set, is called at named points of the run
 	// ("dedupe-before-commit", "dedupe-after-commit"). A test makes it
 	// kill the process, or panic, there.
@@ -92,6 +98,18 @@ type budget struct {
 	sortBytes     int64 // records held in memory by one sort run
 	rowGroupBytes int64 // raw bytes of one output row group
 	spillBuffers  int64 // write buffers of all bucket spill files together
+}
+
+// tooWide says, when one row is larger than a worker's share of the sort
+// or row-group budget, that the limit cannot hold: a row is never split,
+// so memory grows with the widest row whatever the limit.
+func (b budget) tooWide(widest int64, workers int) string {
+	share := min(b.sortBytes, b.rowGroupBytes) / int64(max(workers, 1))
+	if widest <= share {
+		return ""
+	}
+	return fmt.Sprintf("a row of %s is wider than the %s that --memory-limit leaves each worker for it: the process will exceed the limit by several times that row",
+		humanize.IBytes(uint64(widest)), humanize.IBytes(uint64(share)))
 }
 
 // Reserves outside the data budgets.

@@ -2,16 +2,13 @@ package dedupe
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash"
-	"io"
 	"sync/atomic"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
@@ -37,6 +34,7 @@ type outputs struct {
 	files     []manifest.File
 	bytesOut  int64
 	rowsOut   int64
+	progress  *progress.Counter
 	part      *outPart
 	batch     []parquet.Row
 	batchData []byte
@@ -45,22 +43,10 @@ type outputs struct {
 
 type outPart struct {
 	file     manifest.File
-	w        formats.FileWriter
-	pipe     *io.PipeWriter
-	sum      hash.Hash
-	n        int64
-	done     chan error
-	cancel   context.CancelFunc
-	rawInRG  int64
+	up       *objstore.Upload
+	w        *formats.FileWriter
 	min, max int64
 	anyMod   bool
-}
-
-func (p *outPart) Write(b []byte) (int, error) {
-	n, err := p.pipe.Write(b)
-	p.sum.Write(b[:n])
-	p.n += int64(n)
-	return n, err
 }
 
 const batchRows = 256
@@ -85,7 +71,6 @@ func (o *outputs) add(bucket int, rec []byte) error {
 	}
 	o.batchRecs = append(o.batchRecs, len(o.batchData))
 	o.batchData = append(o.batchData, recRow(rec)...)
-	p.rawInRG += int64(len(recRow(rec)))
 	// Wide rows end a batch early: 256 rows of 50 MB would be 12 GB.
 	if len(o.batchRecs) == batchRows || int64(len(o.batchData)) >= o.rowGroup {
 		return o.flushBatch()
@@ -114,46 +99,33 @@ func (o *outputs) flushBatch() error {
 		}
 		o.batch = append(o.batch, row)
 	}
-	if _, err := p.w.WriteRows(o.batch); err != nil {
+	if err := p.w.Write(o.batch, int64(len(o.batchData))); err != nil {
 		return fmt.Errorf("write %s: %w", p.file.Key, err)
 	}
 	p.file.Rows += int64(len(o.batch))
 	o.batchRecs, o.batchData = o.batchRecs[:0], o.batchData[:0]
-	if p.rawInRG >= o.rowGroup {
-		if err := p.w.Flush(); err != nil {
-			return fmt.Errorf("write %s: %w", p.file.Key, err)
-		}
-		p.rawInRG = 0
-		if p.n >= o.target {
-			return o.closePart()
-		}
+	// Files roll only where a row group has just ended: there nothing is
+	// buffered, and the estimate is the bytes written.
+	if p.w.BufferedBytes() == 0 && p.w.EstimatedSize() >= o.target {
+		return o.closePart()
 	}
 	return nil
 }
 
 func (o *outputs) open(bucket int) error {
-	ctx, cancel := context.WithCancel(o.ctx)
-	pr, pw := io.Pipe()
 	key := manifest.DataKey(o.runID, o.attempt, int(o.seq.Add(1)))
-	b := bucket
-	p := &outPart{file: manifest.File{Key: key, SchemaID: o.schemaID, Bucket: &b}, pipe: pw, sum: sha256.New(),
-		done: make(chan error, 1), cancel: cancel}
-	go func() {
-		err := o.bucket.Put(ctx, o.log.Key(key), pr, objstore.PutOptions{ContentType: "application/vnd.apache.parquet"})
-		pr.CloseWithError(fmt.Errorf("upload ended: %v", err))
-		p.done <- err
-	}()
-	kv := map[string]string{"highwater.bucket": fmt.Sprint(bucket)}
+	up := objstore.NewUpload(o.ctx, o.bucket, o.log.Key(key), objstore.PutOptions{ContentType: formats.ContentType})
+	kv := map[string]string{manifest.MetaBucket: fmt.Sprint(bucket)}
 	for k, v := range o.kv {
 		kv[k] = v
 	}
-	w, err := formats.NewSchemaWriter(p, o.schema, formats.WriterOptions{Codec: o.codec, KeyValue: kv, Build: o.build})
+	w, err := formats.NewFileWriter(up, o.schema, formats.WriterOptions{Codec: o.codec, RowGroupBytes: o.rowGroup, KeyValue: kv, Build: o.build})
 	if err != nil {
-		p.abort()
+		up.Abort()
 		return fmt.Errorf("start %s: %w", key, err)
 	}
-	p.w = w
-	o.part = p
+	b := bucket
+	o.part = &outPart{file: manifest.File{Key: key, SchemaID: o.schemaID, Bucket: &b}, up: up, w: w}
 	return nil
 }
 
@@ -179,33 +151,24 @@ func (o *outputs) closePart() error {
 		p.file.MinModifiedAt, p.file.MaxModifiedAt = &lo, &hi
 	}
 	if err := p.w.Close(); err != nil {
-		p.abort()
+		p.up.Abort()
 		return fmt.Errorf("finish %s: %w", p.file.Key, err)
 	}
-	p.pipe.Close()
-	err := <-p.done
-	p.cancel()
-	if err != nil {
+	var err error
+	if p.file.Bytes, p.file.SHA256, err = p.up.Close(); err != nil {
 		return fmt.Errorf("upload %s: %w", p.file.Key, err)
 	}
-	p.file.Bytes = p.n
-	p.file.SHA256 = hex.EncodeToString(p.sum.Sum(nil))
 	o.files = append(o.files, p.file)
-	o.bytesOut += p.n
+	o.bytesOut += p.file.Bytes
 	o.rowsOut += p.file.Rows
+	o.progress.AddFile(p.file.Bytes)
 	return nil
 }
 
 // abort stops every upload in flight; the store keeps nothing of them.
 func (o *outputs) abort() {
 	if o.part != nil {
-		o.part.abort()
+		o.part.up.Abort()
 		o.part = nil
 	}
-}
-
-func (p *outPart) abort() {
-	p.cancel()
-	p.pipe.CloseWithError(context.Canceled)
-	<-p.done
 }

@@ -96,7 +96,7 @@ func (s *source) sourceRows() []string {
 		s.t.Fatal(err)
 	}
 	defer src.Close(ctx)
-	rows, err := src.Conn().Query(ctx, `SELECT id, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), name, price::text FROM items ORDER BY id`)
+	rows, err := src.Conn().Query(ctx, `SELECT id, to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'), name, price::text FROM public.items ORDER BY id`)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -267,6 +267,10 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
 	res.TombstonesDropped, res.SortRuns = stats.dropped, stats.sortRuns
+	if msg := r.budget.tooWide(stats.widest, r.workers()); msg != "" {
+		r.logger.Warn(msg)
+		res.Warnings = append(res.Warnings, msg)
+	}
 
 	r.opts.Failpoint("dedupe-before-commit")
 	c, again, err := r.commit(ctx, w, p, out.files, stats.inputs, res)
@@ -358,6 +362,7 @@ type rewriteStats struct {
 	touched    int
 	dropped    int64
 	sortRuns   int
+	widest     int64 // the largest row, encoded
 }
 
 // rewrite partitions the fresh files' rows by bucket, adds the existing
@@ -411,14 +416,18 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 				}
 			}
 			stats.inputRows += int64(len(batch.buckets))
+			r.opts.Progress.Add(int64(len(batch.buckets)))
 			batch.reset()
 			return nil
 		}
 		base := uint64(w.order[f.Key]) << 36
 		var n uint64
+		var widest int
 		err = in.eachRow(ctx, func(row parquet.Row) error {
 			var h uint64
+			before := len(batch.data)
 			batch.data, h = enc.encode(batch.data, row, base|n)
+			widest = max(widest, len(batch.data)-before)
 			n++
 			b := w.layout.bucketOf(h)
 			if want >= 0 && b != want {
@@ -434,6 +443,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		if err != nil {
 			return err
 		}
+		mu.Lock()
+		stats.widest = max(stats.widest, int64(widest))
+		mu.Unlock()
 		return flush()
 	}
 	type job struct {
@@ -448,6 +460,9 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			firstErr error
 			failed   atomic.Bool
 		)
+		for _, j := range jobs {
+			r.opts.Progress.AddTotal(j.f.Rows)
+		}
 		for range max(1, min(r.workers(), len(jobs))) {
 			wg.Add(1)
 			go func() {
@@ -508,10 +523,10 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var seq atomic.Int64
 	outs := make([]*outputs, workers)
 	for i := range outs {
-		o := &outputs{ctx: ctx, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
+		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
-			kv: map[string]string{"highwater.model": r.opts.Model, "highwater.run_id": runID, "highwater.kind": manifest.KindDedupe,
-				"highwater.format_version": fmt.Sprint(manifest.FormatVersion)}}
+			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
+				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
 		if len(stats.inputs) > 0 {
 			o.schemaID = stats.inputs[0].SchemaID
 		}

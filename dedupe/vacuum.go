@@ -11,6 +11,7 @@ import (
 
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
@@ -25,6 +26,9 @@ type VacuumOptions struct {
 	// Now is the clock; time.Now when nil.
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Progress, when set, counts the objects deleted (of those to delete)
+	// and their bytes, for a display on a terminal.
+	Progress *progress.Counter
 	// Failpoint is called at "vacuum-after-commit" and "vacuum-mid-delete".
 	Failpoint func(name string)
 }
@@ -122,6 +126,7 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		res.Pruned = pruned
 		return res, nil
 	}
+	opts.Progress.AddTotal(int64(len(doomed)))
 	for i, k := range doomed {
 		if i == len(doomed)/2 {
 			opts.Failpoint("vacuum-mid-delete")
@@ -131,6 +136,8 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		}
 		res.Deleted = append(res.Deleted, k)
 		res.Bytes += objects[k]
+		opts.Progress.Add(1)
+		opts.Progress.AddFile(objects[k])
 	}
 	for _, k := range pruned {
 		if err := dest.Delete(ctx, log.Key(k)); err != nil {

@@ -119,6 +119,11 @@ func (l *lake) pgQuery(q string) [][]string {
 		l.t.Fatal(err)
 	}
 	defer src.Close(ctx)
+	// The source session pins search_path to pg_catalog; tests name
+	// their tables unqualified.
+	if _, err := src.Conn().Exec(ctx, "SET search_path TO DEFAULT"); err != nil {
+		l.t.Fatal(err)
+	}
 	rows, err := src.Conn().Query(ctx, q)
 	if err != nil {
 		l.t.Fatal(err)

@@ -6,6 +6,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"github.com/highwater-dev/highwater/internal/progress"
 	"log/slog"
 	"time"
 
@@ -22,6 +23,9 @@ var (
 	ErrRaceLost = errors.New("another export committed first")
 	// ErrAbandoned: a vacuum declared this run dead.
 	ErrAbandoned = errors.New("the run was declared abandoned")
+	// ErrUnsafeLookback: the lookback is too short for what the source
+	// lets the upper bound see (a hot standby).
+	ErrUnsafeLookback = errors.New("lookback too short for this source")
 )
 
 // Defaults of Options.
@@ -31,6 +35,13 @@ const (
 	DefaultRowGroupBytes   = 16 << 20
 	DefaultRowGroupRows    = 1_000_000
 	DefaultPageRows        = 50_000
+	// MinReplicaLookback is the shortest lookback allowed from a hot
+	// standby: it cannot see the primary's open transactions, so only the
+	// lookback protects rows of those that commit late. It is the
+	// default's, so that a default export from a replica keeps working and
+	// a replica never silently runs with less than a primary's protection
+	// from an established tool.
+	MinReplicaLookback = DefaultLookback
 )
 
 // Options describe one export of one model.
@@ -59,6 +70,9 @@ type Options struct {
 	Build formats.Build
 
 	Logger *slog.Logger
+	// Progress, when set, counts the rows and files of the run as they are
+	// written, for a display on a terminal.
+	Progress *progress.Counter
 	// Failpoint, when set, is called at named points of the run; a test
 	// makes it kill the process there.
 	Failpoint func(name string)

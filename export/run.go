@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
+
+	"github.com/dustin/go-humanize"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
@@ -31,7 +34,7 @@ type runner struct {
 	dest    *destination.Destination
 	log     *manifest.Log
 	table   *pgsource.Table
-	mapping formats.Mapping
+	mapping *formats.Mapping
 	codec   compress.Codec // shared by the run's files: it holds zstd's history
 	schema  *manifest.Schema
 	id      manifest.Identity
@@ -86,7 +89,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		tz = r.src.TimeZone
 	}
 	r.id = manifest.Identity{
-		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, QueryHash: t.QueryHash,
+		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
 		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, TenantColumn: t.TenantColumn, Tenant: t.Tenant,
 	}
 	if t.ModKind != pgsource.ModTimestamptz {
@@ -96,8 +99,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 	}
-	if err := r.checkIdentity(st); err != nil {
+	if adopt, err := r.checkIdentity(st); err != nil {
 		return nil, err
+	} else if adopt {
+		r.logger.Info("this run's commit records the model's new identity", "was", st.Identity.Diff(r.id))
 	}
 	// A full refresh replaces every earlier file, so the old types no
 	// longer constrain the new ones.
@@ -116,6 +121,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	r.opts.Failpoint("after-plan")
+	r.startProgress(ctx)
 	metrics, files, err := r.extract(ctx)
 	if err != nil {
 		return nil, err
@@ -133,15 +139,36 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	return &Result{Commit: c, Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
 }
 
-func (r *runner) checkIdentity(st *manifest.State) error {
+// checkIdentity refuses a run whose identity is not the committed one, and
+// reports whether its commit must adopt the run's identity as the model's.
+//
+// Two cases adopt. A full refresh of the same model read from another
+// incarnation of the source (another cluster, the table recreated or
+// restored): it rebuilds the whole baseline, so the old watermark no longer
+// matters. And a state written before relation OIDs were recorded: its
+// identity has none, and this run's fills it in. Refusing that instead
+// would send every model to a full refresh on upgrade with nothing to show
+// that its table changed; a table recreated before the upgrade goes
+// unnoticed, as it did then, and every change after it is caught.
+func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 	if st.Identity == nil {
-		return nil
+		return false, nil
 	}
-	if d := st.Identity.Diff(r.id); d != "" {
-		return fmt.Errorf("%w: %s/%s holds the state of %s: choose another --model or destination",
+	old := *st.Identity
+	d := old.Diff(r.id)
+	switch {
+	case d == "":
+		return false, nil
+	case old.Completes(r.id):
+		return true, nil
+	case old.SameModel(r.id) && r.opts.FullRefresh:
+		return true, nil
+	case old.SameModel(r.id):
+		return false, fmt.Errorf("%w: %s/%s holds the state of %s: the source was restored into another cluster, or the table dropped and recreated or restored from a dump, so rows below the watermark would be skipped: rerun with --full-refresh to export it anew",
 			ErrIdentity, r.dest, r.opts.Model, d)
 	}
-	return nil
+	return false, fmt.Errorf("%w: %s/%s holds the state of %s: choose another --model or destination",
+		ErrIdentity, r.dest, r.opts.Model, d)
 }
 
 // resume picks up the newest unfinished run of the same kind, if the log
@@ -185,8 +212,17 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 			r.logger.Info("not resuming a run written under another schema", "run", id)
 			return false, nil
 		}
+		if p.Kind == manifest.KindFullRefresh {
+			// Plans of builds before include_beyond_to read up to their
+			// to only; a full refresh replaces every earlier file, so the
+			// rest of this one reads every stamp as a new plan would.
+			p.Interval.IncludeBeyondTo = true
+		}
 		r.plan, r.chain = p, chain
 		r.logger.Info("resuming run", "run", id, "files_done", len(chain), "to", p.Interval.To)
+		for _, w := range p.Warnings {
+			r.warnf("%s", w)
+		}
 		return true, nil
 	}
 	return false, nil
@@ -205,14 +241,23 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	if err != nil {
 		return err
 	}
+	if bound.Replica && kind != manifest.KindBackfill && r.opts.Lookback < MinReplicaLookback {
+		return fmt.Errorf("%w: the source is a hot standby, which cannot see the primary's open transactions, so a lookback of %s would lose the rows of those that commit late: use --lookback %s or more, or export from the primary",
+			ErrUnsafeLookback, r.opts.Lookback, MinReplicaLookback)
+	}
 	p := &manifest.Plan{
 		RunID: manifest.NewRunID(time.Now()), Model: r.opts.Model, Kind: kind, Identity: r.id,
 		ToBound: bound.Kind, ToBoundDetail: bound.Detail, PrevWatermark: st.Watermark,
 		BaseSeq: st.Seq, Lookback: r.opts.Lookback.String(), HWVersion: bound.Now, Created: time.Now().UTC(),
 	}
-	if bound.StuckSince != nil && kind != manifest.KindBackfill {
+	if bound.Watermark != bound.To {
+		p.Watermark = bound.Watermark
+	}
+	if kind != manifest.KindBackfill {
+		for _, w := range bound.Warnings {
+			p.Warnings = append(p.Warnings, "upper bound: "+w)
+		}
 		p.FromFloor = bound.StuckSince
-		r.warnf("upper bound: %s", bound.Detail)
 	}
 	switch {
 	case kind == manifest.KindBackfill:
@@ -228,8 +273,12 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 			return fmt.Errorf("backfill window [%s, %s) is empty", start, end)
 		}
 		p.Interval = manifest.Interval{From: &start, To: end}
-		p.ToBound = "window"
-	case kind == manifest.KindFullRefresh || st.Watermark == nil:
+		p.ToBound, p.Watermark = "window", ""
+	case kind == manifest.KindFullRefresh:
+		// It replaces every earlier file, so it reads every row, whatever
+		// its stamp; its watermark is still its bound.
+		p.Interval = manifest.Interval{To: bound.To, IncludeNull: true, IncludeBeyondTo: true}
+	case st.Watermark == nil:
 		p.Interval = manifest.Interval{To: bound.To, IncludeNull: true}
 	default:
 		wm, err := pgsource.ParseMod(t.ModKind, *st.Watermark)
@@ -245,11 +294,34 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 		if t.ModKind == pgsource.ModTimestamp {
 			from = r.widenForFallBack(tz, from, time.UnixMicro(bound.Now))
 		}
+		if t.ModKind == pgsource.ModDate && bound.WatermarkMod < from {
+			// The bound's day can still receive rows, whatever an older
+			// version (whose date watermark was the end of the day) or a
+			// clock stepped back committed.
+			from = bound.WatermarkMod
+		}
 		f := pgsource.FormatMod(t.ModKind, from)
 		p.Interval = manifest.Interval{From: &f, To: bound.To}
-		if bound.Mod < wm {
-			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.To, *st.Watermark)
+		if bound.WatermarkMod < wm {
+			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.Watermark, *st.Watermark)
 		}
+	}
+	if bound.Prepared && kind != manifest.KindBackfill {
+		// A prepared transaction stamped its rows at its start, before its
+		// PREPARE, which is all the bound sees of it. It was not prepared
+		// yet when the run before the first that saw it was planned, so
+		// that run's bound was at or below its start: from stays at or below
+		// this run's from until no prepared transaction is left.
+		floor := pgsource.FormatMod(t.ModKind, math.MinInt64)
+		if p.Interval.From != nil {
+			floor = *p.Interval.From
+		}
+		if p.FromFloor == nil || r.below(floor, *p.FromFloor) {
+			p.FromFloor = &floor
+		}
+	}
+	for _, w := range p.Warnings {
+		r.warnf("%s", w)
 	}
 	if err := r.log.WritePlan(ctx, p); err != nil {
 		return err
@@ -320,7 +392,13 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	}
 	p := r.plan
 	t := r.table
-	var prevWM, from *pgsource.Mod
+	var prevWM, from, toMod *pgsource.Mod
+	if p.Interval.IncludeBeyondTo {
+		// The rows beyond to are read, and counted as they pass.
+		if m, err := pgsource.ParseMod(t.ModKind, p.Interval.To); err == nil {
+			toMod = &m
+		}
+	}
 	if p.PrevWatermark != nil && p.Kind != manifest.KindBackfill {
 		if m, err := pgsource.ParseMod(t.ModKind, *p.PrevWatermark); err == nil {
 			prevWM = &m
@@ -343,6 +421,8 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		free <- &batch{}
 	}
 	const batchRows = 1024
+	batchBytes := max(r.opts.RowGroupBytes/8, 1<<20)
+	warnedWide := false
 	readErr := make(chan error, 1)
 	readDone := make(chan struct{})
 	// The reader shares the source connection with whoever runs next, so it
@@ -387,7 +467,8 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 			b = nil
 			return nil
 		}
-		err := sc.Scan(ctx, pgsource.Range{From: p.Interval.From, To: p.Interval.To, IncludeNull: p.Interval.IncludeNull}, start,
+		rng := pgsource.Range{From: p.Interval.From, To: p.Interval.To, IncludeNull: p.Interval.IncludeNull, IncludeBeyondTo: p.Interval.IncludeBeyondTo}
+		err := sc.Scan(ctx, rng, start,
 			func(row *pgsource.Row) error {
 				if b == nil {
 					if b = take(); b == nil {
@@ -408,8 +489,14 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					return fmt.Errorf("convert row: %w", err)
 				}
 				b.rows = append(b.rows, pr)
+				var raw int64
 				for _, v := range row.Values {
-					b.raw += int64(len(v)) + 4
+					raw += int64(len(v)) + 4
+				}
+				b.raw += raw
+				if raw > r.opts.RowGroupBytes && !warnedWide {
+					warnedWide = true
+					r.warnf("a row of %s is larger than the row-group size of %s: a row is never split, so the export holds several copies of it in memory at once", humanize.IBytes(uint64(raw)), humanize.IBytes(uint64(r.opts.RowGroupBytes)))
 				}
 				m := &b.metrics
 				m.RowsTransferred++
@@ -420,6 +507,9 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 						s := pgsource.FormatMod(t.ModKind, row.Mod)
 						b.minMod = &s
 					}
+					if toMod != nil && row.Mod >= *toMod {
+						m.RowsBeyondTo++
+					}
 					if prevWM == nil || row.Mod >= *prevWM {
 						m.DeltaRowsTransferred++
 					} else if from == nil || row.Mod >= *from {
@@ -427,7 +517,9 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					}
 				}
 				lastMod, lastNull = row.Mod, row.ModNull
-				if len(b.rows) == batchRows {
+				// A batch is bounded by bytes as well as rows, so that wide
+				// rows do not hold a thousand of themselves in flight.
+				if len(b.rows) == batchRows || b.raw >= batchBytes {
 					return send(row)
 				}
 				return nil
@@ -454,22 +546,44 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	}
 	metrics.Pages += sc.Pages
 	if p.Kind != manifest.KindFullRefresh && p.Kind != manifest.KindBackfill {
-		counts, err := sc.CountUnseen(ctx, p.Interval.To)
-		if err != nil {
+		if err := r.countUnseen(ctx, sc, &metrics); err != nil {
 			return metrics, nil, err
-		}
-		metrics.RowsBeyondTo = counts.BeyondTo
-		if !p.Interval.IncludeNull {
-			metrics.RowsNullModifiedAt = counts.NullModifiedAt
-			if counts.NullModifiedAt > 0 {
-				r.warnf("%d rows have a NULL %q and are not exported by incremental runs: a --full-refresh takes them", counts.NullModifiedAt, t.ModifiedAt)
-			}
-		}
-		if counts.BeyondTo > 0 {
-			r.warnf("%d rows are stamped at or after this run's upper bound %s (future or infinity stamps, or clock skew): they are exported once the bound passes them", counts.BeyondTo, p.Interval.To)
 		}
 	}
 	return metrics, files, nil
+}
+
+// countUnseen counts the rows an incremental run cannot read, and says
+// truly why each kind is unseen and what will take it.
+func (r *runner) countUnseen(ctx context.Context, sc *pgsource.Scanner, metrics *manifest.Metrics) error {
+	p, t := r.plan, r.table
+	tz := cmp.Or(r.id.TimeZone, r.src.TimeZone)
+	counts, err := sc.CountUnseen(ctx, p.Interval.To, tz)
+	if err != nil {
+		return err
+	}
+	metrics.RowsBeyondTo = counts.BeyondTo
+	if !p.Interval.IncludeNull {
+		metrics.RowsNullModifiedAt = counts.NullModifiedAt
+		if counts.NullModifiedAt > 0 {
+			r.warnf("%d rows have a NULL %q and are not exported by incremental runs: a --full-refresh takes them", counts.NullModifiedAt, t.ModifiedAt)
+		}
+	}
+	if counts.Infinity > 0 {
+		r.warnf("%d rows are stamped 'infinity' in %q: no incremental run ever reaches them; a --full-refresh takes them", counts.Infinity, t.ModifiedAt)
+	}
+	if counts.Future > 0 {
+		r.warnf("%d rows are stamped in the future, after the source's clock (an application clock ahead of the database's, or a stamp set ahead on purpose): incremental runs export them once the clock passes them; a --full-refresh takes them now", counts.Future)
+	}
+	recent := counts.BeyondTo - counts.Infinity - counts.Future
+	switch {
+	case recent <= 0:
+	case p.ToBound == "oldest_transaction" || p.ToBound == "prepared_transaction" || p.ToBound == "replay":
+		r.warnf("%d rows are stamped at or after this run's upper bound %s, which %s held back: the next run takes them", recent, p.Interval.To, p.ToBoundDetail)
+	default:
+		r.logger.Info("rows stamped since the run's upper bound are left to the next run", "rows", recent, "to", p.Interval.To)
+	}
+	return nil
 }
 
 // writeFiles writes the batches into files rolled at the target size,
@@ -498,6 +612,7 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 			return err
 		}
 		r.opts.Failpoint("after-checkpoint")
+		r.opts.Progress.AddFile(f.Bytes)
 		files = append(files, f)
 		r.logger.Info("file written", "key", f.Key, "rows", f.Rows, "bytes", f.Bytes)
 		return nil
@@ -510,13 +625,14 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 				return files, metrics, err
 			}
 		}
-		if err := part.write(b, &r.opts); err != nil {
+		if err := part.write(b); err != nil {
 			part.abort()
 			return files, metrics, err
 		}
 		partMetrics.Add(b.metrics)
+		r.opts.Progress.Add(b.metrics.RowsTransferred)
 		free <- b
-		if part.expectedSize() >= r.opts.TargetFileBytes {
+		if part.fw.EstimatedSize() >= r.opts.TargetFileBytes {
 			if err := closePart(); err != nil {
 				return files, metrics, err
 			}
@@ -541,14 +657,14 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 func (r *runner) fileMetadata() map[string]string {
 	p := r.plan
 	return map[string]string{
-		"highwater.model":          r.opts.Model,
-		"highwater.run_id":         p.RunID,
-		"highwater.attempt_id":     r.attempt,
-		"highwater.kind":           p.Kind,
-		"highwater.interval.from":  deref(p.Interval.From),
-		"highwater.interval.to":    p.Interval.To,
-		"highwater.schema_id":      r.schema.ID,
-		"highwater.format_version": fmt.Sprint(manifest.FormatVersion),
+		manifest.MetaModel:         r.opts.Model,
+		manifest.MetaRunID:         p.RunID,
+		manifest.MetaAttemptID:     r.attempt,
+		manifest.MetaKind:          p.Kind,
+		manifest.MetaIntervalFrom:  deref(p.Interval.From),
+		manifest.MetaIntervalTo:    p.Interval.To,
+		manifest.MetaSchemaID:      r.schema.ID,
+		manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion),
 	}
 }
 
@@ -562,7 +678,8 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 		if err != nil {
 			return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 		}
-		if err := r.checkIdentity(st); err != nil {
+		adopt, err := r.checkIdentity(st)
+		if err != nil {
 			return nil, nil, err
 		}
 		if _, dead := st.Abandoned[p.RunID]; dead {
@@ -576,12 +693,12 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
 		}
 		c := &manifest.Commit{
-			Kind: p.Kind, RunID: p.RunID, Identity: r.id, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
+			Kind: p.Kind, RunID: p.RunID, Identity: r.id, AdoptsIdentity: adopt, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
 			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: files, Schema: r.schema, Metrics: &metrics,
 			Warnings: r.warn,
 		}
 		if manifest.MovesWatermark(p.Kind) {
-			c.Watermark = r.advance(st.Watermark, p.Interval.To)
+			c.Watermark = r.advance(st.Watermark, cmp.Or(p.Watermark, p.Interval.To))
 			// This run's observation: nil clears the floor once the stuck
 			// transaction has ended.
 			c.FromFloor = p.FromFloor
@@ -602,6 +719,14 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
 		return c, st, nil
 	}
+}
+
+// below reports whether the literal a lies before b; unreadable literals
+// never do.
+func (r *runner) below(a, b string) bool {
+	am, err1 := pgsource.ParseMod(r.table.ModKind, a)
+	bm, err2 := pgsource.ParseMod(r.table.ModKind, b)
+	return err1 == nil && err2 == nil && am < bm
 }
 
 // advance returns the watermark after a run to to: never backwards.

@@ -5,11 +5,12 @@ package formats
 // filled by the formats work (issue 4).
 
 import (
-	"io"
-
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
+
+// ContentType is the media type of the files, as stores record it.
+const ContentType = "application/vnd.apache.parquet"
 
 // Hidden columns written into every file. Source columns may not use the
 // _hw_ prefix (checked at discovery).
@@ -53,38 +54,17 @@ type Field struct {
 	Nullable   bool   `json:"nullable"`
 }
 
-// Mapping turns rows of one source schema into Parquet rows. It is built
-// once per run and is safe for use by one goroutine.
-type Mapping interface {
-	// SelectExprs returns, in column order, the SQL expression to select for
-	// each source column given its quoted identifier: the identifier itself,
-	// or a cast such as `"c"::text` for types written in their text form.
-	// Results are always requested in binary format.
-	SelectExprs(quotedIdents []string) []string
-	// Schema is the Parquet schema of the files: the source columns in order,
-	// then _hw_version and _hw_deleted.
-	Schema() *parquet.Schema
-	// Fields describes Schema for manifests and DDL.
-	Fields() []Field
-	// AppendRow converts one source row, given as binary wire values in column
-	// order (nil is NULL), into a Parquet row appended to dst[:0].
-	// version is the _hw_version in microseconds since the Unix epoch.
-	AppendRow(dst parquet.Row, values [][]byte, version int64, deleted bool) (parquet.Row, error)
-}
-
-// NewMapping maps the columns to Parquet, or says which column has a type
-// it cannot write.
-func NewMapping(cols []Column, opts Options) (Mapping, error) {
-	return newMapping(cols, opts)
-}
-
 // WriterOptions configure one Parquet file.
 type WriterOptions struct {
 	Compression string // "zstd" (default), "snappy", "gzip", "none"
 	// Codec, when set, is used instead of Compression; share one across
 	// the files of a run (see NewCodec).
-	Codec        compress.Codec
-	RowGroupRows int64 // flush a row group after this many rows
+	Codec compress.Codec
+	// RowGroupRows and RowGroupBytes bound a row group; zero is no bound.
+	// RowGroupBytes counts the raw size of rows as the caller measures them
+	// (see FileWriter.Write).
+	RowGroupRows  int64
+	RowGroupBytes int64
 	// KeyValue is written into the footer; Spark's version key is always added.
 	KeyValue map[string]string
 	// Build is named in the footer's created_by.
@@ -117,28 +97,3 @@ func (b Build) CreatedBy() parquet.WriterOption {
 type createdBy string
 
 func (c createdBy) ConfigureWriter(cfg *parquet.WriterConfig) { cfg.CreatedBy = string(c) }
-
-// FileWriter writes one Parquet file.
-type FileWriter interface {
-	// WriteRows buffers rows into the current row group.
-	WriteRows(rows []parquet.Row) (int, error)
-	// Flush ends the current row group.
-	Flush() error
-	// BufferedBytes estimates the bytes held for the current row group.
-	BufferedBytes() int64
-	// SetKeyValue adds footer metadata; it may be called until Close.
-	SetKeyValue(key, value string)
-	// Close writes the footer. It does not close the underlying writer.
-	Close() error
-}
-
-// NewFileWriter starts a Parquet file on w with the mapping's schema.
-func NewFileWriter(w io.Writer, m Mapping, opts WriterOptions) (FileWriter, error) {
-	return newFileWriter(w, m.Schema(), opts)
-}
-
-// NewSchemaWriter starts a Parquet file on w with a schema read from
-// earlier files, as compaction rewrites them.
-func NewSchemaWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (FileWriter, error) {
-	return newFileWriter(w, schema, opts)
-}

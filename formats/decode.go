@@ -47,7 +47,10 @@ func (a *arena) copy(b []byte) []byte {
 	return d
 }
 
-func (m *mapping) AppendRow(dst parquet.Row, values [][]byte, version int64, deleted bool) (parquet.Row, error) {
+// AppendRow converts one source row, given as binary wire values in column
+// order (nil is NULL), into a Parquet row appended to dst[:0]. version is
+// the _hw_version in microseconds since the Unix epoch.
+func (m *Mapping) AppendRow(dst parquet.Row, values [][]byte, version int64, deleted bool) (parquet.Row, error) {
 	if len(values) != len(m.cols) {
 		return dst, fmt.Errorf("append row: got %d values for %d columns", len(values), len(m.cols))
 	}
@@ -81,7 +84,7 @@ func (m *mapping) AppendRow(dst parquet.Row, values [][]byte, version int64, del
 
 // appendList writes a one-dimensional array as a 3-level LIST: definition
 // level 0 is a NULL array, 1 an empty one, 2 a NULL element, 3 a value.
-func (m *mapping) appendList(row parquet.Row, c *column, col int, b []byte) (parquet.Row, error) {
+func (m *Mapping) appendList(row parquet.Row, c *column, col int, b []byte) (parquet.Row, error) {
 	if b == nil {
 		return append(row, parquet.Value{}.Level(0, 0, col)), nil
 	}
@@ -128,7 +131,7 @@ func (m *mapping) appendList(row parquet.Row, c *column, col int, b []byte) (par
 	return row, nil
 }
 
-func (m *mapping) decode(c *column, b []byte) (parquet.Value, error) {
+func (m *Mapping) decode(c *column, b []byte) (parquet.Value, error) {
 	switch c.enc {
 	case encText, encBytes:
 		return parquet.ByteArrayValue(m.arena.copy(b)), nil

@@ -85,7 +85,7 @@ func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`)
 
 // exportTable writes the table, ordered by its first column, as the
 // exporter does: SelectExprs, binary results, RawValues into AppendRow.
-func exportTable(t testing.TB, conn *pgx.Conn, table string, cols []Column, opts Options, wopts WriterOptions) (string, Mapping) {
+func exportTable(t testing.TB, conn *pgx.Conn, table string, cols []Column, opts Options, wopts WriterOptions) (string, *Mapping) {
 	t.Helper()
 	m, err := NewMapping(cols, opts)
 	if err != nil {
@@ -112,7 +112,7 @@ func exportTable(t testing.TB, conn *pgx.Conn, table string, cols []Column, opts
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fw, err := NewFileWriter(f, m, wopts)
+	fw, err := NewFileWriter(f, m.Schema(), wopts)
 	if err != nil {
 		t.Fatalf("new file writer: %v", err)
 	}

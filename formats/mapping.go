@@ -79,7 +79,9 @@ type column struct {
 	field Field
 }
 
-type mapping struct {
+// Mapping turns rows of one source schema into Parquet rows. It is built
+// once per run and is safe for use by one goroutine.
+type Mapping struct {
 	cols   []column
 	schema *parquet.Schema
 	fields []Field
@@ -88,8 +90,10 @@ type mapping struct {
 	nsrc int
 }
 
-func newMapping(cols []Column, opts Options) (Mapping, error) {
-	m := &mapping{nsrc: len(cols)}
+// NewMapping maps the columns to Parquet, or says which column has a type
+// it cannot write.
+func NewMapping(cols []Column, opts Options) (*Mapping, error) {
+	m := &Mapping{nsrc: len(cols)}
 	names := make([]string, 0, len(cols)+2)
 	nodes := make([]parquet.Node, 0, len(cols)+2)
 	seen := make(map[string]bool, len(cols))
@@ -314,7 +318,11 @@ func leafNode(s scalar) parquet.Node {
 	return parquet.String()
 }
 
-func (m *mapping) SelectExprs(quotedIdents []string) []string {
+// SelectExprs returns, in column order, the SQL expression to select for
+// each source column given its quoted identifier: the identifier itself,
+// or a cast such as `"c"::text` for types written in their text form.
+// Results are always requested in binary format.
+func (m *Mapping) SelectExprs(quotedIdents []string) []string {
 	out := make([]string, len(quotedIdents))
 	for i, id := range quotedIdents {
 		switch {
@@ -342,9 +350,12 @@ func outputExpr(id string, list bool) string {
 	return "CASE WHEN " + id + " IS NULL THEN NULL ELSE pg_catalog.format('%s', " + id + ") END"
 }
 
-func (m *mapping) Schema() *parquet.Schema { return m.schema }
+// Schema is the Parquet schema of the files: the source columns in order,
+// then _hw_version and _hw_deleted.
+func (m *Mapping) Schema() *parquet.Schema { return m.schema }
 
-func (m *mapping) Fields() []Field {
+// Fields describes Schema for manifests and DDL.
+func (m *Mapping) Fields() []Field {
 	out := make([]Field, len(m.fields))
 	copy(out, m.fields)
 	return out

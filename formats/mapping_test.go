@@ -167,7 +167,7 @@ func TestRowGroupsAndBufferedBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	fw, err := NewFileWriter(f, m, WriterOptions{RowGroupRows: 100})
+	fw, err := NewFileWriter(f, m.Schema(), WriterOptions{RowGroupRows: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

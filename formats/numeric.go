@@ -133,7 +133,7 @@ func numericUnscaled(b []byte, scale, prec int) (neg bool, mag u128, err error) 
 	return neg, mag, nil
 }
 
-func (m *mapping) decodeDecimal(c *column, b []byte) (parquet.Value, error) {
+func (m *Mapping) decodeDecimal(c *column, b []byte) (parquet.Value, error) {
 	neg, mag, err := numericUnscaled(b, c.scale, c.prec)
 	if err != nil {
 		return parquet.Value{}, fmt.Errorf("decode column %q as DECIMAL(%d,%d): %w; "+

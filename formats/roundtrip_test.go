@@ -22,7 +22,7 @@ func loadFixture(t *testing.T, name string) (string, *pgx.Conn) {
 
 // roundTrip exports a table and checks every value as DuckDB and arrow-go
 // read it against PostgreSQL's own text of it.
-func roundTrip(t *testing.T, conn *pgx.Conn, table string, opts Options) (string, Mapping) {
+func roundTrip(t *testing.T, conn *pgx.Conn, table string, opts Options) (string, *Mapping) {
 	t.Helper()
 	cols := discover(t, conn, table)
 	path, m := exportTable(t, conn, table, cols, opts, WriterOptions{RowGroupRows: 4})

@@ -19,13 +19,22 @@ const (
 	SparkVersionValue = "3.5.0"
 )
 
-type fileWriter struct {
+// FileWriter writes one Parquet file. Besides parquet-go's writer it
+// bounds row groups by the raw size of the rows written (Write), predicts
+// the file's size for rolling files at a target (EstimatedSize), and keeps
+// the statistics of BYTE_ARRAY columns itself.
+type FileWriter struct {
 	w        *parquet.GenericWriter[any]
 	out      *tailWriter
 	maxRows  int64
+	maxRaw   int64
 	rows     int64 // in the current row group
 	baseSize int64 // w.Size() when the current row group began
 	closed   bool
+	// Rows and raw bytes given to Write since it last ended a row group,
+	// and the raw bytes of the row groups it ended: with the bytes written
+	// they give the compression ratio seen so far.
+	openRows, openRaw, flushedRaw int64
 	// The statistics of BYTE_ARRAY columns are kept here rather than by
 	// parquet-go, which copies every page's whole min and max into page
 	// headers, the column index and the footer (see bounds.go).
@@ -34,7 +43,9 @@ type fileWriter struct {
 	groups   [][]bounds  // of the flushed row groups
 }
 
-func newFileWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (FileWriter, error) {
+// NewFileWriter starts a Parquet file of the schema on w: a mapping's
+// schema, or one read from earlier files, as compaction rewrites them.
+func NewFileWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (*FileWriter, error) {
 	codec := opts.Codec
 	if codec == nil {
 		var err error
@@ -42,7 +53,7 @@ func newFileWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (Fil
 			return nil, fmt.Errorf("create parquet writer: %w", err)
 		}
 	}
-	f := &fileWriter{out: &tailWriter{w: w}, maxRows: opts.RowGroupRows, byteCols: map[int]int{}}
+	f := &FileWriter{out: &tailWriter{w: w}, maxRows: opts.RowGroupRows, maxRaw: opts.RowGroupBytes, byteCols: map[int]int{}}
 	options := []parquet.WriterOption{
 		schema,
 		parquet.Compression(codec),
@@ -75,10 +86,38 @@ func newFileWriter(w io.Writer, schema *parquet.Schema, opts WriterOptions) (Fil
 	return f, nil
 }
 
-// WriteRows splits at RowGroupRows itself rather than through parquet-go's
-// MaxRowsPerRowGroup, so that BufferedBytes always knows where the current
-// row group began.
-func (f *fileWriter) WriteRows(rows []parquet.Row) (int, error) {
+// Write adds a batch of rows whose raw size, as the caller measures it
+// (e.g. the bytes read from the source), is raw. After the batch it ends
+// the row group if the rows or raw bytes given to Write since it last ended
+// one reach RowGroupRows or RowGroupBytes.
+func (f *FileWriter) Write(rows []parquet.Row, raw int64) error {
+	if _, err := f.WriteRows(rows); err != nil {
+		return err
+	}
+	f.openRaw += raw
+	f.openRows += int64(len(rows))
+	if f.maxRaw > 0 && f.openRaw >= f.maxRaw || f.maxRows > 0 && f.openRows >= f.maxRows {
+		return f.Flush()
+	}
+	return nil
+}
+
+// EstimatedSize predicts the file's size if it were closed now: the bytes
+// written so far, plus the raw bytes that Write holds in the open row group
+// scaled by the compression of the row groups it ended (half before the
+// first). It is the one rule by which files roll at a target size.
+func (f *FileWriter) EstimatedSize() int64 {
+	ratio := 0.5
+	if f.flushedRaw > 0 {
+		ratio = float64(f.out.passed) / float64(f.flushedRaw)
+	}
+	return f.out.passed + int64(float64(f.openRaw)*ratio)
+}
+
+// WriteRows buffers rows into the current row group. It splits at
+// RowGroupRows itself rather than through parquet-go's MaxRowsPerRowGroup,
+// so that BufferedBytes always knows where the current row group began.
+func (f *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	written := 0
 	for len(rows) > 0 {
 		batch := rows
@@ -94,7 +133,7 @@ func (f *fileWriter) WriteRows(rows []parquet.Row) (int, error) {
 		}
 		rows = rows[n:]
 		if f.maxRows > 0 && f.rows >= f.maxRows {
-			if err := f.Flush(); err != nil {
+			if err := f.flush(); err != nil {
 				return written, err
 			}
 		}
@@ -102,7 +141,7 @@ func (f *fileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	return written, nil
 }
 
-func (f *fileWriter) observe(rows []parquet.Row) {
+func (f *FileWriter) observe(rows []parquet.Row) {
 	if len(f.open) == 0 {
 		return
 	}
@@ -118,7 +157,14 @@ func (f *fileWriter) observe(rows []parquet.Row) {
 	}
 }
 
-func (f *fileWriter) Flush() error {
+// Flush ends the current row group.
+func (f *FileWriter) Flush() error {
+	f.flushedRaw += f.openRaw
+	f.openRaw, f.openRows = 0, 0
+	return f.flush()
+}
+
+func (f *FileWriter) flush() error {
 	if f.rows == 0 {
 		return nil
 	}
@@ -130,7 +176,7 @@ func (f *fileWriter) Flush() error {
 	return nil
 }
 
-func (f *fileWriter) endGroup() {
+func (f *FileWriter) endGroup() {
 	g := make([]bounds, len(f.open))
 	copy(g, f.open)
 	f.groups = append(f.groups, g)
@@ -140,31 +186,30 @@ func (f *fileWriter) endGroup() {
 	f.rows = 0
 }
 
-// BufferedBytes is an upper bound: values not yet in a page are counted
-// uncompressed.
-func (f *fileWriter) BufferedBytes() int64 {
+// BufferedBytes estimates the bytes held for the current row group. It is
+// an upper bound: values not yet in a page are counted uncompressed.
+func (f *FileWriter) BufferedBytes() int64 {
 	if f.rows == 0 {
 		return 0
 	}
 	return f.w.Size() - f.baseSize
 }
 
-// Size is the bytes of the file so far, buffered ones included.
-func (f *fileWriter) Size() int64 { return f.w.Size() }
-
-func (f *fileWriter) SetKeyValue(key, value string) {
+// SetKeyValue adds footer metadata; it may be called until Close.
+func (f *FileWriter) SetKeyValue(key, value string) {
 	f.w.SetKeyValueMetadata(key, value)
 }
 
 // Close ends the last row group, then holds back what parquet-go writes
 // last (the page indexes and the footer, and at most its write buffer of
-// data) to put the BYTE_ARRAY statistics into the footer.
-func (f *fileWriter) Close() error {
+// data) to put the BYTE_ARRAY statistics into the footer. It does not
+// close the underlying writer.
+func (f *FileWriter) Close() error {
 	if f.closed {
 		return nil
 	}
 	f.closed = true
-	if err := f.Flush(); err != nil {
+	if err := f.flush(); err != nil {
 		return err
 	}
 	f.out.hold = true
@@ -186,7 +231,7 @@ func (f *fileWriter) Close() error {
 // them with empty bounds once it is told to skip page bounds, and an empty
 // max would tell a reader that a page holds nothing above "". The other
 // columns keep theirs.
-func (f *fileWriter) footer(tail []byte) ([]byte, error) {
+func (f *FileWriter) footer(tail []byte) ([]byte, error) {
 	if len(f.open) == 0 {
 		return tail, nil
 	}

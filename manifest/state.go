@@ -12,7 +12,8 @@ import (
 type State struct {
 	Version
 	Seq int64 `json:"seq"` // 0: empty log
-	// Identity is nil until the first commit.
+	// Identity is nil until the first commit; then it is the identity of
+	// the first commit, or of the newest that adopted one.
 	Identity *Identity `json:"identity,omitempty"`
 	// Watermark is the exclusive upper bound of what has been exported.
 	Watermark *string `json:"watermark"`
@@ -51,7 +52,7 @@ type Removal struct {
 // apply folds one commit into the state. The commit must be at Seq+1.
 func (s *State) apply(c *Commit) {
 	s.Seq = c.Seq
-	if s.Identity == nil {
+	if s.Identity == nil || c.AdoptsIdentity {
 		id := c.Identity
 		s.Identity = &id
 	}

@@ -72,9 +72,14 @@ func (v Version) check(what string) error {
 // differs from the committed one is refused, so two tables or two tenants
 // never share a watermark by accident.
 type Identity struct {
-	SystemID     string   `json:"system_identifier"`
-	Database     string   `json:"database"`
-	Relation     string   `json:"relation,omitempty"`
+	SystemID string `json:"system_identifier"`
+	Database string `json:"database"`
+	Relation string `json:"relation,omitempty"`
+	// RelationOID is the relation's pg_class OID: a table dropped and
+	// recreated under the same name, or restored from a dump, gets another.
+	// (Its relfilenode would not do: TRUNCATE and VACUUM FULL change it.)
+	// 0 for a source_query, and in commits written before it was recorded.
+	RelationOID  uint32   `json:"relation_oid,omitempty"`
 	QueryHash    string   `json:"source_query_sha256,omitempty"`
 	PrimaryKey   []string `json:"primary_key"`
 	ModifiedAt   string   `json:"modified_at"`
@@ -97,8 +102,14 @@ func (id Identity) Diff(other Identity) string {
 		return fmt.Sprintf("source system %s, not %s", id.SystemID, other.SystemID)
 	case id.Database != other.Database:
 		return fmt.Sprintf("database %q, not %q", id.Database, other.Database)
+	case id.Relation != "" && other.Relation == "":
+		return fmt.Sprintf("relation %q, not a source_query", id.Relation)
+	case id.Relation == "" && other.Relation != "":
+		return fmt.Sprintf("a source_query, not relation %q", other.Relation)
 	case id.Relation != other.Relation:
 		return fmt.Sprintf("relation %q, not %q", id.Relation, other.Relation)
+	case id.RelationOID != other.RelationOID:
+		return fmt.Sprintf("relation %q with OID %d, not OID %d", id.Relation, id.RelationOID, other.RelationOID)
 	case id.QueryHash != other.QueryHash:
 		return "another source_query"
 	case !slices.Equal(id.PrimaryKey, other.PrimaryKey):
@@ -115,6 +126,27 @@ func (id Identity) Diff(other Identity) string {
 	return ""
 }
 
+// SameModel reports whether other is the model of id, perhaps read from
+// another incarnation of its source: a cluster restored or upgraded into a
+// new one (another system identifier), or the table dropped and recreated
+// or restored from a dump (another OID). Such a source may be continued
+// only by a full refresh, which adopts its identity: the watermark says
+// nothing about the rows of the new incarnation.
+func (id Identity) SameModel(other Identity) bool {
+	other.SystemID, other.RelationOID = id.SystemID, id.RelationOID
+	return id.Diff(other) == ""
+}
+
+// Completes reports whether other is id with the relation's OID filled
+// in where id, written before OIDs were recorded, has none.
+func (id Identity) Completes(other Identity) bool {
+	if id.RelationOID != 0 || other.RelationOID == 0 {
+		return false
+	}
+	id.RelationOID = other.RelationOID
+	return id.Diff(other) == ""
+}
+
 // Interval is the half-open range [From, To) of the modified-at column that
 // a run reads. Values are PostgreSQL literals in the column's own type.
 type Interval struct {
@@ -123,6 +155,9 @@ type Interval struct {
 	// IncludeNull: rows whose modified-at is NULL are read too (first run and
 	// full refresh).
 	IncludeNull bool `json:"include_null,omitempty"`
+	// IncludeBeyondTo: rows stamped at or after To are read too (a full
+	// refresh, which replaces every earlier file, reads every stamp).
+	IncludeBeyondTo bool `json:"include_beyond_to,omitempty"`
 }
 
 // Cursor is a position in (modified_at, pk...) order.
@@ -201,6 +236,13 @@ type Plan struct {
 	ToBound       string  `json:"to_bound"`
 	ToBoundDetail string  `json:"to_bound_detail,omitempty"`
 	PrevWatermark *string `json:"previous_watermark"`
+	// Watermark is what the run commits as the watermark when it is not
+	// Interval.To: a date column is read to the end of the bound's day, but
+	// that day can still receive rows.
+	Watermark string `json:"watermark,omitempty"`
+	// Warnings say what the upper bound could not protect; every attempt
+	// of the run repeats them.
+	Warnings []string `json:"warnings,omitempty"`
 	// FromFloor is the start of a transaction still open when the run was
 	// planned but older than the upper bound's cap: the next run's from stays
 	// at or below it until the transaction ends.
@@ -232,13 +274,17 @@ type FileCheckpoint struct {
 // Commit is one entry of the log.
 type Commit struct {
 	Version
-	Seq      int64     `json:"seq"`
-	CommitID string    `json:"commit_id"`
-	Kind     string    `json:"kind"`
-	RunID    string    `json:"run_id"`
-	Identity Identity  `json:"identity"`
-	Interval *Interval `json:"interval,omitempty"`
-	ToBound  string    `json:"to_bound,omitempty"`
+	Seq      int64    `json:"seq"`
+	CommitID string   `json:"commit_id"`
+	Kind     string   `json:"kind"`
+	RunID    string   `json:"run_id"`
+	Identity Identity `json:"identity"`
+	// AdoptsIdentity: from this commit on, Identity is the model's, e.g. a
+	// full refresh of a source restored into a new cluster. Without it the
+	// first commit's identity stays the model's.
+	AdoptsIdentity bool      `json:"adopts_identity,omitempty"`
+	Interval       *Interval `json:"interval,omitempty"`
+	ToBound        string    `json:"to_bound,omitempty"`
 	// ToBoundDetail says why, e.g. which transaction held to back, or why
 	// the bound fell back to the lookback.
 	ToBoundDetail string `json:"to_bound_detail,omitempty"`

@@ -281,7 +281,9 @@ func sparkDDL(in Input) (string, error) {
 		b.WriteString("]\n")
 		b.WriteString("df = spark.read.schema(schema).parquet(*paths)\n")
 	}
-	fmt.Fprintf(&b, "df.createOrReplaceTempView(%s)\n", pyString(in.Table))
+	// createOrReplaceTempView parses its argument as a (multi-part)
+	// identifier: quoted, any model name is one name.
+	fmt.Fprintf(&b, "df.createOrReplaceTempView(%s)\n", pyString(hiveQuote(in.Table)))
 	return b.String(), nil
 }
 

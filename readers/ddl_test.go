@@ -21,7 +21,7 @@ func TestQuotingAndTypes(t *testing.T) {
 		Athena: {"`we\"ird` string", "`back``tick` decimal(9,2)", "`tags` array<string>", "`at` timestamp\n",
 			"LOCATION 's3://b/p/m/_symlink_format_manifest/'"},
 		Spark: {`"` + "`we\\\"ird` string" + `"`, "`back``tick` decimal(9,2)", "`at` timestamp_ntz",
-			`"s3a://b/p/m/data/r/a/part-000001.parquet"`, `df.createOrReplaceTempView("t")`},
+			`"s3a://b/p/m/data/r/a/part-000001.parquet"`, "df.createOrReplaceTempView(\"`t`\")"},
 		DuckDB: {`CREATE OR REPLACE VIEW "t" AS`, `"we""ird"`, "\"back`tick\"",
 			`FROM read_parquet([` + "\n  's3://b/p/m/data/r/a/part-000001.parquet'\n], union_by_name = true);"},
 	} {
@@ -77,6 +77,26 @@ func TestDuckURL(t *testing.T) {
 	} {
 		if got := duckURL(in); got != want {
 			t.Errorf("duckURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSparkViewNameQuoted checks that the temporary view's name reaches
+// Spark as one quoted identifier: createOrReplaceTempView parses its
+// argument, so "my-model" is a syntax error and "a.b" names a database.
+func TestSparkViewNameQuoted(t *testing.T) {
+	for name, want := range map[string]string{
+		"orders":    "df.createOrReplaceTempView(\"`orders`\")",
+		"my-model":  "df.createOrReplaceTempView(\"`my-model`\")",
+		"a.b":       "df.createOrReplaceTempView(\"`a.b`\")",
+		"back`tick": "df.createOrReplaceTempView(\"`back``tick`\")",
+	} {
+		out, err := Generate(Spark, Input{Table: name, ModelURL: "file:///lake/m", Fields: fields})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("view %q: the DDL lacks %s:\n%s", name, want, out)
 		}
 	}
 }

@@ -135,11 +135,11 @@ start() {
 	azport=$(free_port 10000)
 	# Run from RUN_DIR: whatever Azurite writes to its working directory
 	# lands there, not in the clone. exec keeps the pid that $! reports.
-	# --loose: the backend stages blocks with x-ms-content-crc64, which
-	# Azurite does not implement and refuses (500) in its strict mode; loose
-	# mode accepts the header without checking it.
+	# Strict mode (no --loose), as developers run Azurite: the backend must
+	# work there, and strict mode refuses what it does not check rather than
+	# accepting it silently.
 	(cd "$RUN_DIR" && exec "$CACHE/node_modules/.bin/azurite-blob" --blobHost 127.0.0.1 --blobPort "$azport" \
-		--inMemoryPersistence --silent --disableTelemetry --skipApiVersionCheck --loose) >"$RUN_DIR/azurite.log" 2>&1 &
+		--inMemoryPersistence --silent --disableTelemetry --skipApiVersionCheck) >"$RUN_DIR/azurite.log" 2>&1 &
 	echo "azurite $!" >>"$PID_FILE"
 
 	if ! wait_status versitygw "http://127.0.0.1:$s3port/" 403 ||

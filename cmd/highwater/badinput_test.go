@@ -4,12 +4,18 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/pgtest"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // badInput is one case of the catalogue: a command that must fail.
@@ -249,4 +255,159 @@ func committed(t *testing.T, dest string) int {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestSecretsNeverPrinted runs the binary with passwords of every awkward
+// shape in every place a secret can come from, each in a command that
+// fails, and checks what it prints.
+//
+// For a password of three characters or more, no three-character piece of
+// it may appear anywhere in stdout or stderr. A password of one or two
+// characters, or one that is a common word, occurs in any message by
+// chance: for those the message must have its exact expected structure
+// (the URL with the password replaced as a whole, or without user info),
+// which also shows that the message is not mangled.
+func TestSecretsNeverPrinted(t *testing.T) {
+	db, dest := setupItems(t)
+	cfgDir := t.TempDir()
+
+	// Pieces of these appear in no message by chance.
+	distinct := []string{"Zq@9k#Xv", "Zq/9k?Xv", "12/Zqk9", "Zq:9k%Xv", "Zq 9k'Xv", `Zq\9k"Xv`, "Zq%41kXv", "Zq@@kXv",
+		"Жq€9k🔑Xv", "Zq9kXvW", "Zq;9k=Xv", " Zq9k "}
+	// These may: their messages are checked by structure.
+	common := []string{"a", "x", "ab", "u", "db", "1", "postgres", "user", "host", "source", "xxxxx"}
+
+	kvQuote := func(v string) string { return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'" }
+	type scenario struct {
+		name string
+		args func(pw string) []string
+		env  func(pw string) map[string]string
+		// want is what the last line of stderr must contain; exact says
+		// it is the whole redacted source, so it holds for any password.
+		want func(pw string) string
+	}
+	export := func(source string, extra ...string) []string {
+		return append([]string{"export", "--source", source, "--dest", dest, "--table", "items", "--primary-key", "id",
+			"--modified-at", "updated_at", "--model", "secrets"}, extra...)
+	}
+	encoded := func(pw string) string { return url.UserPassword("u", pw).String() }
+	scenarios := []scenario{
+		{name: "URL encoded, bad port",
+			args: func(pw string) []string { return export("postgres://" + encoded(pw) + "@127.0.0.1:notaport/db") },
+			want: func(string) string { return "parse source URL postgres://u:xxxxx@127.0.0.1:notaport/db: invalid port" }},
+		{name: "URL encoded, unreachable",
+			args: func(pw string) []string { return export("postgres://" + encoded(pw) + "@127.0.0.1:1/db") },
+			want: func(string) string {
+				return "connect to source: source unreachable: failed to connect to `user=u database=db`"
+			}},
+		{name: "URL unencoded, unreachable",
+			args: func(pw string) []string { return export("postgres://u:" + pw + "@127.0.0.1:1/db") },
+			want: func(string) string { return "source" }},
+		{name: "URL unencoded, bad port",
+			args: func(pw string) []string { return export("postgres://u:" + pw + "@127.0.0.1:notaport/db") },
+			want: func(string) string { return "127.0.0.1:notaport/db" }},
+		{name: "password query parameter, bad port",
+			args: func(pw string) []string {
+				return export("postgres://u@127.0.0.1:notaport/db?password=" + url.QueryEscape(pw))
+			},
+			want: func(string) string {
+				return "parse source URL postgres://u@127.0.0.1:notaport/db?password=xxxxx: invalid port"
+			}},
+		{name: "keyword/value, unreachable",
+			args: func(pw string) []string {
+				return export("host=127.0.0.1 port=1 user=u password=" + kvQuote(pw) + " dbname=db")
+			},
+			want: func(string) string {
+				return "connect to source: source unreachable: failed to connect to `user=u database=db`"
+			}},
+		{name: "keyword/value, bad port",
+			args: func(pw string) []string {
+				return export("host=127.0.0.1 port=notaport user=u password=" + kvQuote(pw) + " dbname=db")
+			},
+			want: func(string) string {
+				return "parse source URL host=127.0.0.1 port=notaport user=u password=xxxxx dbname=db: invalid port"
+			}},
+		{name: "keyword/value, unterminated quote",
+			args: func(pw string) []string { return export("host=127.0.0.1 port=1 user=u password='" + pw + " dbname=db") },
+			want: func(string) string { return "parse source URL " + redact.Hidden + ": failed to parse as keyword/value" }},
+		{name: "PGPASSWORD, unreachable",
+			args: func(string) []string { return export("postgres://u@127.0.0.1:1/db") },
+			env:  func(pw string) map[string]string { return map[string]string{"PGPASSWORD": pw} },
+			want: func(string) string {
+				return "connect to source: source unreachable: failed to connect to `user=u database=db`"
+			}},
+		{name: "PGPASSWORD in a config, bad port",
+			args: func(pw string) []string {
+				p := filepath.Join(cfgDir, "pgpassword.yaml")
+				doc := "source: postgres://u:${PGPASSWORD}@127.0.0.1:notaport/db\ndest: " + dest + "\nmodels:\n" +
+					"  - name: items\n    table: public.items\n    primary_key: [id]\n    modified_at: updated_at\n"
+				if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
+					t.Fatal(err)
+				}
+				return []string{"export", "--config", p}
+			},
+			env:  func(pw string) map[string]string { return map[string]string{"PGPASSWORD": pw, "HIGHWATER_SOURCE": ""} },
+			want: func(string) string { return "" }},
+		{name: "S3 endpoint with user info",
+			args: func(pw string) []string {
+				return []string{"export", "--source", db, "--table", "items", "--primary-key", "id", "--modified-at", "updated_at",
+					"--dest", "s3://bucket/lake?endpoint=" + url.QueryEscape("http://"+url.UserPassword("key", pw).String()+"@127.0.0.1:1")}
+			},
+			want: func(string) string { return "s3: endpoint http://key:xxxxx@127.0.0.1:1 carries user info" }},
+	}
+	if cs := os.Getenv(cloudtest.EnvAzure); cs != "" {
+		container := cloudtest.AzureContainer(t)
+		ep := regexp.MustCompile(`BlobEndpoint=[^;]+`).FindString(cs)
+		scenarios = append(scenarios, scenario{name: "Azure connection string with a wrong key",
+			args: func(string) []string {
+				return []string{"export", "--source", db, "--table", "items", "--primary-key", "id", "--modified-at", "updated_at",
+					"--dest", "azblob://" + container + "/lake"}
+			},
+			env: func(pw string) map[string]string {
+				return map[string]string{"AZURE_STORAGE_CONNECTION_STRING": "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=" +
+					pw + ";" + ep + ";"}
+			},
+			// The key is refused or malformed; either way it stays unsaid.
+			want: func(string) string { return "" }})
+	} else {
+		t.Logf("%s is not set: the Azure case is left out", cloudtest.EnvAzure)
+	}
+	before := committed(t, dest)
+	for _, sc := range scenarios {
+		t.Run(sc.name, func(t *testing.T) {
+			for _, pw := range append(distinct, common...) {
+				t.Run(fmt.Sprintf("%q", pw), func(t *testing.T) {
+					if sc.env != nil {
+						for k, v := range sc.env(pw) {
+							t.Setenv(k, v)
+						}
+					}
+					code, out, errOut := highwater(t, sc.args(pw)...)
+					if code == 0 {
+						t.Fatalf("exit 0; stderr %q", errOut)
+					}
+					last := lastLine(errOut)
+					if !strings.Contains(last, sc.want(pw)) {
+						t.Errorf("the last line of stderr does not say %q: %s", sc.want(pw), last)
+					}
+					all := out + errOut
+					if strings.Contains(all, "REDACTED") {
+						t.Errorf("a message was mangled: %s", all)
+					}
+					if slices.Contains(common, pw) {
+						return
+					}
+					r := []rune(pw)
+					for i := 0; i+3 <= len(r); i++ {
+						if piece := string(r[i : i+3]); strings.Contains(all, piece) {
+							t.Fatalf("%q, a piece of the password, was printed: %s", piece, all)
+						}
+					}
+				})
+			}
+		})
+	}
+	if after := committed(t, dest); after != before {
+		t.Fatalf("%d commits before, %d after", before, after)
+	}
 }

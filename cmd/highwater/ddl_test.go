@@ -16,7 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/ddl")
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // typesTable covers the main types of the mapping, identifiers that need
 // quoting, and (after the second export) a column added later.

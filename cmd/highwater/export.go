@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -66,6 +68,7 @@ others, and a summary on stdout names every instance that failed, with its reaso
 		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
+		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 	)
 	fs.StringArrayVar(&ff.tenants, "tenant", nil, "tenant `value`; with --config, the tenants to run (repeat for several)")
 	ff.register(fs)
@@ -190,10 +193,25 @@ others, and a summary on stdout names every instance that failed, with its reaso
 			}
 		}
 
+		if err := checkMetricsFile(*metricsFile); err != nil {
+			return err
+		}
 		setMemoryLimit(env, runs, ff.parallel)
-		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, runs)
+		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, *metricsFile, runs)
 	}
 	return cmd
+}
+
+// checkMetricsFile refuses, before anything runs, a metrics file whose
+// directory is not there.
+func checkMetricsFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return usageErr("--metrics-file %s: its directory does not exist", path)
+	}
+	return nil
 }
 
 // checkOptions checks one run's options before anything is connected or

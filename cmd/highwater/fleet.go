@@ -43,19 +43,16 @@ type fleetFlags struct {
 func (f *fleetFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.parallel, "parallel", 1, "run up to `N` model instances at once, over N source connections")
 	fs.StringVar(&f.shard, "shard", "", "take only the instances of shard `I/N` (a stable hash of model and tenant, I mod N)")
-	fs.BoolVar(&f.json, "json", false, "print the summary as one JSON object")
+	fs.BoolVar(&f.json, "json", false, "print one JSON object per model instance per line, and the summary as one (docs/cli.md)")
 }
 
 // registerLake adds the flags to a maintenance command, whose --tenant
-// is lakeFlags'; withJSON is false where the command prints JSON its own
-// way.
-func (f *fleetFlags) registerLake(fs *pflag.FlagSet, withJSON bool) {
+// is lakeFlags' and whose --json is its own: the command sets f.json
+// from it, so that a summary is printed as JSON too.
+func (f *fleetFlags) registerLake(fs *pflag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "YAML config `file`: work on its models and their tenants (--model and --tenant select)")
 	fs.IntVar(&f.parallel, "parallel", 1, "with --config, work on up to `N` model instances at once")
 	fs.StringVar(&f.shard, "shard", "", "with --config, take only the instances of shard `I/N` (as export does)")
-	if withJSON {
-		fs.BoolVar(&f.json, "json", false, "with --config, print the summary as one JSON object")
-	}
 }
 
 // check validates the flags; it needs no connection.
@@ -77,7 +74,7 @@ func (f *fleetFlags) check() (fleet.Shard, error) {
 // single instance's own result and error.
 func (f *fleetFlags) fleetMode(set map[string]bool, jobs []job) bool {
 	return len(jobs) != 1 || jobs[0].tenantsQuery != "" || jobs[0].inst.Tenant != nil ||
-		set["parallel"] || set["shard"] || f.json
+		set["parallel"] || set["shard"]
 }
 
 // selectModels makes the jobs of the config's models that names selects,
@@ -243,9 +240,10 @@ func (p *sourcePool) close(ctx context.Context) {
 // runExports connects, resolves the tenant lists, takes the instances of
 // the shard and runs them. A single instance run without the fleet flags
 // returns its own error, with its own exit code; otherwise every instance
-// runs to its end and a summary follows.
+// runs to its end and a summary follows. With --json each instance prints
+// its object (exportJSON) as it ends, and the summary is one more.
 func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fleet.Shard, summary bool,
-	sourceURL, destURL string, jobs []job) error {
+	sourceURL, destURL, metricsFile string, jobs []job) error {
 	src, err := pgsource.Connect(ctx, sourceURL)
 	if err != nil {
 		return err
@@ -260,6 +258,8 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 	}
 	mine, insts, other := shardOf(jobs, shard)
 	var outMu sync.Mutex
+	figs := make([]runFigures, len(mine))
+	ran := make([]bool, len(mine))
 	do := func(ctx context.Context, slot, i int) (string, error) {
 		j := mine[i]
 		o := j.opts
@@ -275,8 +275,28 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 			return "", err
 		}
 		start := time.Now()
+		// One progress line on the terminal: instances run one at a time.
+		stop := func() {}
+		if ff.parallel == 1 {
+			o.Progress, stop = env.showProgress(j.inst.String(), countRows)
+		}
 		res, err := export.Run(ctx, src, d, o)
+		stop()
 		d.Close()
+		fig := runFigures{model: o.Model, tenant: j.inst.Tenant, failed: err != nil}
+		if err == nil {
+			fig.commit = res.Commit
+			fig.duration = res.Commit.Committed.Sub(res.Plan.Created)
+		}
+		figs[i], ran[i] = fig, true
+		if ff.json {
+			outMu.Lock()
+			werr := writeJSON(env.stdout, newExportJSON(o.Model, j.inst.Tenant, res, err))
+			outMu.Unlock()
+			if err == nil {
+				err = werr
+			}
+		}
 		if err != nil {
 			pool.drop(ctx, slot)
 			if summary {
@@ -296,13 +316,25 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 	}
 	s := fleet.Run(ctx, ff.parallel, insts, do)
 	s.OtherShards = other
+	// The instances that ran, in the order of the fleet: an instance
+	// skipped (interrupted) has no figures.
+	var ranFigs []runFigures
+	for i, f := range figs {
+		if ran[i] {
+			ranFigs = append(ranFigs, f)
+		}
+	}
+	var merr error
+	if metricsFile != "" {
+		merr = writeMetricsFile(metricsFile, "export", ranFigs)
+	}
 	if !summary {
 		if o := s.Outcomes[0]; o.Status != fleet.Done {
-			return o.Err
+			return errors.Join(o.Err, merr)
 		}
-		return nil
+		return merr
 	}
-	return reportSummary(env.stdout, s, ff.json)
+	return errors.Join(reportSummary(env.stdout, s, ff.json), merr)
 }
 
 // summaryErr is the error of a summary with a failed instance, nil
@@ -382,8 +414,8 @@ func (f *fleetFlags) runLake(ctx context.Context, env *environment, lake *lakeFl
 		return err
 	}
 	if f.config == "" {
-		if f.parallel != 1 || f.shard != "" || f.json {
-			return usageErr("--parallel, --shard and --json (of the summary) need --config")
+		if f.parallel != 1 || f.shard != "" {
+			return usageErr("--parallel and --shard need --config")
 		}
 		return body(ctx, env, lake)
 	}
@@ -449,11 +481,16 @@ func (f *fleetFlags) runLake(ctx context.Context, env *environment, lake *lakeFl
 		if j.inst.Tenant != nil {
 			e.logger = env.logger.With("model", j.opts.Model, "tenant", *j.inst.Tenant)
 		}
+		if f.parallel > 1 {
+			// No progress line: several instances would draw it at once.
+			e.stderr = struct{ io.Writer }{env.stderr}
+		}
 		err := body(ctx, &e, l)
-		if !f.json && buf.Len() > 0 {
+		if buf.Len() > 0 {
 			outMu.Lock()
 			for line := range strings.Lines(buf.String()) {
-				if j.inst.Tenant != nil {
+				// A JSON line names its tenant in its own field.
+				if j.inst.Tenant != nil && !f.json {
 					line = j.inst.String() + " " + line
 				}
 				io.WriteString(env.stdout, line)

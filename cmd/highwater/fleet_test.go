@@ -33,11 +33,24 @@ type summaryJSON struct {
 	}
 }
 
+// parseSummary reads the output of --json with --config: one object per
+// model instance that ran (a failed one may have none), each naming its
+// model, then the summary.
 func parseSummary(t *testing.T, out string) summaryJSON {
 	t.Helper()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var s summaryJSON
-	if strings.Count(strings.TrimSpace(out), "\n") != 0 || json.Unmarshal([]byte(out), &s) != nil {
-		t.Fatalf("--json printed more or less than one object:\n%s", out)
+	if json.Unmarshal([]byte(lines[len(lines)-1]), &s) != nil {
+		t.Fatalf("--json did not end with the summary:\n%s", out)
+	}
+	for _, l := range lines[:len(lines)-1] {
+		var inst struct{ Model string }
+		if json.Unmarshal([]byte(l), &inst) != nil || inst.Model == "" {
+			t.Fatalf("--json printed a line that is not an instance's object:\n%s", out)
+		}
+	}
+	if n := len(lines) - 1; n < s.Done || n > s.Done+s.Failed {
+		t.Fatalf("--json printed %d instance objects for %d done and %d failed:\n%s", n, s.Done, s.Failed, out)
 	}
 	return s
 }

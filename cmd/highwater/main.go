@@ -27,6 +27,7 @@ import (
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Exit codes. They are part of the interface: schedulers branch on them.
@@ -65,6 +66,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		stderr = &terminal{f: f}
+	}
 	env := &environment{stdout: stdout, stderr: stderr, getenv: os.Getenv, build: buildInfo()}
 	return execute(ctx, env, args)
 }
@@ -373,6 +377,9 @@ func newLoggerChecked(w io.Writer, o logOptions, getenv func(string) string) (*s
 }
 
 func isTerminal(w io.Writer) bool {
+	if _, ok := w.(*terminal); ok {
+		return true
+	}
 	f, ok := w.(*os.File)
 	if !ok {
 		return false
@@ -443,6 +450,15 @@ func (l *lakeFlags) tenantPtr() *string {
 	return &l.tenant
 }
 
+// instanceTenant is the tenant of a model instance of a fan-out
+// (--config), which its JSON and metrics name; nil otherwise.
+func (l *lakeFlags) instanceTenant() *string {
+	if !l.fleet {
+		return nil
+	}
+	return l.tenantPtr()
+}
+
 func (l *lakeFlags) check(needModel bool) error {
 	if !l.fleet && l.tenants != nil {
 		if len(l.tenants) > 1 {
@@ -466,7 +482,7 @@ func (l *lakeFlags) check(needModel bool) error {
 // which a command line must refuse: a run into it would vanish.
 func checkDest(raw string, tenant *string) error {
 	if strings.Contains(raw, "{tenant}") && tenant == nil {
-		return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", destination.Redact(raw))
+		return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", redact.URL(raw))
 	}
 	u, err := destination.ParseTenant(raw, tenant)
 	if err != nil {
@@ -474,16 +490,16 @@ func checkDest(raw string, tenant *string) error {
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "":
-		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", destination.Redact(raw))
+		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", redact.URL(raw))
 	case "file":
 		return nil
 	case "s3", "gs", "azblob", "az":
 		if u.Host == "" {
-			return usageErr("destination %q names no bucket", destination.Redact(raw))
+			return usageErr("destination %q names no bucket", redact.URL(raw))
 		}
 		return nil
 	}
-	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", destination.Redact(raw), u.Scheme)
+	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 }
 
 func usageErr(format string, args ...any) error {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
@@ -22,6 +23,7 @@ import (
 // statusLine is one commit of the watermark history.
 type statusLine struct {
 	Model     string            `json:"model"`
+	Tenant    *string           `json:"tenant,omitempty"` // of a model instance with tenants (--config)
 	Seq       int64             `json:"seq"`
 	Committed string            `json:"committed"`
 	Kind      string            `json:"kind"`
@@ -33,6 +35,19 @@ type statusLine struct {
 	Removed   int               `json:"files_removed"`
 	Metrics   *manifest.Metrics `json:"metrics,omitempty"`
 	Warnings  []string          `json:"warnings,omitempty"`
+	// ToBound is what fixed to (clock, oldest_transaction, replay, window,
+	// ...); null for commits that read no interval.
+	ToBound *string `json:"to_bound"`
+	// ToBoundDetail says what the bound could not see (a role without
+	// pg_read_all_stats, a replica) or which transaction held it back.
+	ToBoundDetail string `json:"to_bound_detail,omitempty"`
+	// DurationSeconds is the run's time from its plan to this commit; null
+	// when the commit has no plan (vacuum) or the plan is gone.
+	DurationSeconds *float64 `json:"duration_seconds"`
+	// group is what the table names: the model, or the model instance of
+	// a tenant in a fan-out.
+	group     string
+	committed time.Time
 }
 
 func cmdStatus(env *environment) *cobra.Command {
@@ -52,7 +67,8 @@ object per commit per line (docs/cli.md describes its fields).`,
 	wide := fs.Bool("wide", false, "print every column: the interval, the run ID, removed files")
 	limit := fs.Int("limit", 0, "print only the last `N` commits of each model (0: all)")
 	var ff fleetFlags
-	ff.registerLake(fs, false)
+	// --json is status' own: the summary of a fleet stays text, on stderr.
+	ff.registerLake(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if *limit < 0 {
 			return usageErr("--limit %d is negative", *limit)
@@ -77,21 +93,25 @@ object per commit per line (docs/cli.md describes its fields).`,
 					return fmt.Errorf("no models at %s", d)
 				}
 			}
+			tenant := lake.instanceTenant()
 			var mine []statusLine
 			for _, m := range models {
-				label := m
-				if lake.fleet && lake.tenantSet {
-					label = fleet.Instance{Model: m, Tenant: &lake.tenant}.String()
+				group := m
+				if tenant != nil {
+					group = fleet.Instance{Model: m, Tenant: tenant}.String()
 				}
 				log := manifest.NewLog(d, m)
 				n := 0
 				err := log.History(ctx, func(c *manifest.Commit) error {
 					n++
-					l := statusLine{Model: label, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-						RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings}
+					l := statusLine{Model: m, Tenant: tenant, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
+						RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
+						ToBoundDetail: c.ToBoundDetail, group: group}
 					if c.Interval != nil {
 						l.From, l.To = c.Interval.From, &c.Interval.To
 					}
+					l.ToBound = nonEmpty(c.ToBound)
+					l.committed = c.Committed
 					mine = append(mine, l)
 					return nil
 				})
@@ -100,6 +120,21 @@ object per commit per line (docs/cli.md describes its fields).`,
 				}
 				if n == 0 {
 					return fmt.Errorf("model %q has no commits at %s", m, d)
+				}
+			}
+			if *limit > 0 {
+				mine = lastCommits(mine, *limit)
+			}
+			if *asJSON {
+				for i, l := range mine {
+					// A plan read per commit, only for --json: the
+					// table does not show durations.
+					if l.RunID == "" {
+						continue
+					}
+					if p, err := manifest.NewLog(d, l.Model).ReadPlan(ctx, l.RunID); err == nil {
+						mine[i].DurationSeconds = runDuration(p.Created, l.committed)
+					}
 				}
 			}
 			mu.Lock()
@@ -198,7 +233,7 @@ func lastCommits(lines []statusLine, n int) []statusLine {
 	var out []statusLine
 	for i := 0; i < len(lines); {
 		j := i
-		for j < len(lines) && lines[j].Model == lines[i].Model {
+		for j < len(lines) && lines[j].group == lines[i].group {
 			j++
 		}
 		out = append(out, lines[max(i, j-n):j]...)
@@ -213,7 +248,7 @@ func lastCommits(lines []statusLine, n int) []statusLine {
 func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if wide {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
 	} else {
 		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
 	}
@@ -226,19 +261,59 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 		if l.Removed > 0 {
 			files += fmt.Sprintf(" -%d", l.Removed)
 		}
-		model := l.Model
-		if i > 0 && lines[i-1].Model == l.Model && !wide {
+		model := l.group
+		if i > 0 && lines[i-1].group == l.group && !wide {
 			model = ""
 		}
 		if wide {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
-				deref(l.From), deref(l.To), deref(l.Watermark), files, rows, size, len(l.Warnings))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
+				deref(l.From), deref(l.To), boundOf(l), deref(l.Watermark), files, rows, size, len(l.Warnings))
 			continue
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
 			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !wide {
+		return boundNotes(w, lines)
+	}
+	return nil
+}
+
+// boundOf is what fixed the commit's to, or "-" when it read no interval.
+func boundOf(l statusLine) string {
+	if l.ToBound == nil {
+		return "-"
+	}
+	return *l.ToBound
+}
+
+// boundNotes says, below the narrow table, which commits' upper bound was
+// not the plain clock: the open-transaction bound held back or blind. The
+// table leaves the column out to fit; --wide shows it per commit.
+func boundNotes(w io.Writer, lines []statusLine) error {
+	type key struct{ model, bound string }
+	counts := map[key]int{}
+	var order []key
+	for _, l := range lines {
+		bound := deref(l.ToBound)
+		if l.ToBound == nil || bound == "clock" || bound == "window" {
+			continue
+		}
+		k := key{l.group, bound}
+		if counts[k] == 0 {
+			order = append(order, k)
+		}
+		counts[k]++
+	}
+	for _, k := range order {
+		if _, err := fmt.Fprintf(w, "note: %s: %d commits with upper bound %s (status --wide, or --json for why)\n", k.model, counts[k], k.bound); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // shortStamp drops the sub-second digits of a watermark: the table shows

@@ -28,7 +28,8 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 		dryRun    = fs.Bool("dry-run", false, "list what would be deleted, change nothing")
 	)
 	var ff fleetFlags
-	ff.registerLake(fs, true)
+	ff.registerLake(fs)
+	fs.BoolVar(&ff.json, "json", false, "print the result as one JSON object (docs/cli.md); with --config, one per model instance and the summary")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return ff.runLake(cmd.Context(), env, &lake, func(ctx context.Context, env *environment, lake *lakeFlags) error {
 			if *olderThan <= 0 {
@@ -39,12 +40,26 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 				return err
 			}
 			defer d.Close()
+			pr, stop := env.showProgress(lake.model, countObjects)
 			res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-				Logger: env.logger, Failpoint: env.failpoint()})
+				Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
+			stop()
 			if err != nil {
 				return err
 			}
 			log := manifest.NewLog(d, lake.model)
+			if ff.json {
+				j := vacuumJSON{Model: lake.model, Tenant: lake.instanceTenant(), DryRun: *dryRun, Deleted: []string{}, Bytes: res.Bytes,
+					DeclaredAbandoned: []string{}, Pruned: []string{}}
+				for _, k := range res.Deleted {
+					j.Deleted = append(j.Deleted, d.ObjectURL(log.Key(k)))
+				}
+				for _, k := range res.Pruned {
+					j.Pruned = append(j.Pruned, d.ObjectURL(log.Key(k)))
+				}
+				j.DeclaredAbandoned = append(j.DeclaredAbandoned, res.Declared...)
+				return writeJSON(env.stdout, j)
+			}
 			verb := "deleted"
 			if *dryRun {
 				verb = "would delete"

@@ -26,7 +26,8 @@ problem is printed on a line of its own; any makes it exit 1.`,
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
 	var ff fleetFlags
-	ff.registerLake(fs, true)
+	ff.registerLake(fs)
+	fs.BoolVar(&ff.json, "json", false, "print the result as one JSON object (docs/cli.md); with --config, one per model instance and the summary")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return ff.runLake(cmd.Context(), env, &lake, func(ctx context.Context, env *environment, lake *lakeFlags) error {
 			d, err := lake.open(ctx, true)
@@ -38,13 +39,25 @@ problem is printed on a line of its own; any makes it exit 1.`,
 			if err != nil {
 				return err
 			}
-			for _, p := range problems {
-				fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+			if ff.json {
+				j := verifyJSON{Model: lake.model, Tenant: lake.instanceTenant(), OK: len(problems) == 0, Problems: append([]string{}, problems...)}
+				if j.OK {
+					j.Checked = checked
+				}
+				if err := writeJSON(env.stdout, j); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range problems {
+					fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+				}
 			}
 			if len(problems) > 0 {
 				return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
 			}
-			fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
+			if !ff.json {
+				fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
+			}
 			return nil
 		}, nil)
 	}

@@ -8,12 +8,11 @@ package synth
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
@@ -48,7 +47,7 @@ type Row struct {
 type Lake struct {
 	dest    *destination.Destination
 	log     *manifest.Log
-	mapping formats.Mapping
+	mapping *formats.Mapping
 	schema  *manifest.Schema
 	id      manifest.Identity
 	// TargetFileBytes rolls files; RowGroupRows ends row groups.
@@ -86,43 +85,25 @@ func (l *Lake) Export(ctx context.Context, n int, gen func(i int, r *Row)) (*man
 	attempt := manifest.NewID()[:12]
 	var files []manifest.File
 	var maxMod int64
-	var fw formats.FileWriter
-	var tmp *os.File
-	var fileRows int64
-	var minF, maxF int64
-	closeFile := func() error {
-		if err := fw.Close(); err != nil {
-			return err
-		}
-		size, _ := tmp.Seek(0, io.SeekCurrent)
-		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		key := manifest.DataKey(p.RunID, attempt, len(files)+1)
-		if err := l.dest.Put(ctx, l.log.Key(key), tmp, objstoreOpts); err != nil {
-			return fmt.Errorf("upload %s: %w", key, err)
-		}
-		lo, hi := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(minF)), pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(maxF))
-		files = append(files, manifest.File{Key: key, Rows: fileRows, Bytes: size, SchemaID: l.schema.ID, MinModifiedAt: &lo, MaxModifiedAt: &hi})
-		tmp.Close()
-		os.Remove(tmp.Name())
-		fw, fileRows = nil, 0
-		return nil
+	var part *part
+	closePart := func() error {
+		f, err := part.close()
+		part = nil
+		files = append(files, f)
+		return err
 	}
 	defer func() {
-		if tmp != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
+		if part != nil {
+			part.up.Abort()
 		}
 	}()
 	var r Row
 	row := make(parquet.Row, 0, 6)
+	batch := []parquet.Row{nil}
 	for i := range n {
-		if fw == nil {
-			if tmp, err = os.CreateTemp("", "synth-*.parquet"); err != nil {
-				return nil, err
-			}
-			if fw, err = formats.NewFileWriter(tmp, l.mapping, formats.WriterOptions{RowGroupRows: l.RowGroupRows}); err != nil {
+		if part == nil {
+			key := manifest.DataKey(p.RunID, attempt, len(files)+1)
+			if part, err = l.openPart(ctx, key); err != nil {
 				return nil, err
 			}
 		}
@@ -135,31 +116,25 @@ func (l *Lake) Export(ctx context.Context, n int, gen func(i int, r *Row)) (*man
 			parquet.Int64Value(r.Price).Level(0, 1, 3),
 			parquet.Int64Value(p.HWVersion).Level(0, 0, 4),
 			parquet.BooleanValue(r.Deleted).Level(0, 0, 5))
-		if _, err := fw.WriteRows([]parquet.Row{row}); err != nil {
+		batch[0] = row
+		// The raw size as an export counts it: each source value with its
+		// 4-byte length, the numeric taken at 8 bytes.
+		if err := part.fw.Write(batch, int64(3*(8+4)+len(r.Name)+4)); err != nil {
 			return nil, err
 		}
-		if fileRows == 0 || r.UpdatedAt < minF {
-			minF = r.UpdatedAt
-		}
-		if fileRows == 0 || r.UpdatedAt > maxF {
-			maxF = r.UpdatedAt
-		}
-		fileRows++
+		part.add(r.UpdatedAt)
 		maxMod = max(maxMod, r.UpdatedAt)
-		if fileRows%10_000 == 0 {
-			if size, _ := tmp.Seek(0, io.SeekCurrent); size+fw.BufferedBytes()/3 >= l.TargetFileBytes {
-				if err := closeFile(); err != nil {
-					return nil, err
-				}
+		if part.fw.EstimatedSize() >= l.TargetFileBytes {
+			if err := closePart(); err != nil {
+				return nil, err
 			}
 		}
 	}
-	if fw != nil {
-		if err := closeFile(); err != nil {
+	if part != nil {
+		if err := closePart(); err != nil {
 			return nil, err
 		}
 	}
-	tmp = nil
 	wm := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(maxMod+1))
 	if st.Watermark != nil && *st.Watermark > wm {
 		wm = *st.Watermark
@@ -174,4 +149,46 @@ func (l *Lake) Export(ctx context.Context, n int, gen func(i int, r *Row)) (*man
 		return nil, err
 	}
 	return c, nil
+}
+
+// part is one file of an export, streamed to the store as it is written.
+type part struct {
+	file     manifest.File
+	up       *objstore.Upload
+	fw       *formats.FileWriter
+	min, max int64
+}
+
+func (l *Lake) openPart(ctx context.Context, key string) (*part, error) {
+	up := objstore.NewUpload(ctx, l.dest, l.log.Key(key), objstore.PutOptions{ContentType: formats.ContentType})
+	fw, err := formats.NewFileWriter(up, l.mapping.Schema(), formats.WriterOptions{RowGroupRows: l.RowGroupRows})
+	if err != nil {
+		up.Abort()
+		return nil, fmt.Errorf("start %s: %w", key, err)
+	}
+	return &part{file: manifest.File{Key: key, SchemaID: l.schema.ID}, up: up, fw: fw}, nil
+}
+
+func (p *part) add(updatedAt int64) {
+	if p.file.Rows == 0 || updatedAt < p.min {
+		p.min = updatedAt
+	}
+	if p.file.Rows == 0 || updatedAt > p.max {
+		p.max = updatedAt
+	}
+	p.file.Rows++
+}
+
+func (p *part) close() (manifest.File, error) {
+	if err := p.fw.Close(); err != nil {
+		p.up.Abort()
+		return manifest.File{}, fmt.Errorf("finish %s: %w", p.file.Key, err)
+	}
+	var err error
+	if p.file.Bytes, p.file.SHA256, err = p.up.Close(); err != nil {
+		return manifest.File{}, fmt.Errorf("upload %s: %w", p.file.Key, err)
+	}
+	lo, hi := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(p.min)), pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(p.max))
+	p.file.MinModifiedAt, p.file.MaxModifiedAt = &lo, &hi
+	return p.file, nil
 }

@@ -17,12 +17,16 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // File is the whole configuration.
@@ -123,13 +127,12 @@ func Parse(raw []byte, lookup func(string) (string, bool)) (*File, error) {
 	dec.KnownFields(true)
 	var f File
 	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
-		// yaml's messages may quote a value, which may be an expanded
-		// secret: every expanded value is blanked out of the message.
-		msg := err.Error()
-		for _, v := range ex.values {
-			msg = strings.ReplaceAll(msg, v, "REDACTED")
+		var again yaml.Node
+		lines := map[int]int{}
+		if yaml.Unmarshal(expanded, &again) == nil {
+			lineMap(&doc, &again, lines)
 		}
-		return nil, fmt.Errorf("parse config: %s", msg)
+		return nil, decodeError(raw, err, ex.used, lines)
 	}
 	if f.PasswordEnv != "" {
 		pw, ok := lookup(f.PasswordEnv)
@@ -165,7 +168,7 @@ func withPassword(source, pw string) (string, error) {
 type expander struct {
 	lookup  func(string) (string, bool)
 	missing []string
-	values  []string // expanded, to keep out of error messages
+	used    []string // the variables expanded, named in error messages
 	err     error
 }
 
@@ -226,8 +229,8 @@ func (e *expander) expand(s string) (string, error) {
 					e.missing = append(e.missing, name)
 				}
 			}
-			if v != "" {
-				e.values = append(e.values, v)
+			if !slices.Contains(e.used, name) {
+				e.used = append(e.used, name)
 			}
 			b.WriteString(v)
 			i += end
@@ -236,6 +239,73 @@ func (e *expander) expand(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// lineRef finds yaml's "line N" references in a message.
+var lineRef = regexp.MustCompile(`line \d+`)
+
+// decodeError explains a decode error of the expanded tree without quoting
+// an expanded value, which may be a secret: yaml's messages quote the value
+// they stumbled on. The file is decoded again as written, each ${VAR} still
+// its own name; when that fails on the same lines, its message says the
+// same and quotes only the file's text. Otherwise the trouble is in an
+// expanded value, and only its line is named. lines maps the lines of the
+// re-encoded tree, which yaml's message names, to the file's.
+func decodeError(raw []byte, err error, used []string, lines map[int]int) error {
+	msg := lineRef.ReplaceAllStringFunc(err.Error(), func(ref string) string {
+		n, _ := strconv.Atoi(strings.TrimPrefix(ref, "line "))
+		if orig, ok := lines[n]; ok {
+			n = orig
+		}
+		return "line " + strconv.Itoa(n)
+	})
+	if len(used) == 0 {
+		return &redact.Error{Msg: "parse config: " + msg, Err: err}
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	var f File
+	refs := lineRef.FindAllString(msg, -1)
+	nerr := dec.Decode(&f)
+	if nerr != nil && slices.Equal(lineRef.FindAllString(nerr.Error(), -1), refs) {
+		return &redact.Error{Msg: "parse config: " + nerr.Error(), Err: nerr}
+	}
+	// The file as written may fail on more lines (a ${VAR} where a number
+	// goes): its messages on the lines that failed are still the file's.
+	var te *yaml.TypeError
+	if errors.As(nerr, &te) {
+		var same []string
+		for _, e := range te.Errors {
+			if slices.Contains(refs, lineRef.FindString(e)) {
+				same = append(same, e)
+			}
+		}
+		if len(same) == len(refs) {
+			return &redact.Error{Msg: "parse config: yaml: unmarshal errors:\n  " + strings.Join(same, "\n  "), Err: nerr}
+		}
+	}
+	where := "a value"
+	if len(refs) > 0 {
+		where = strings.Join(slices.Compact(refs), ", ")
+	}
+	vars := make([]string, len(used))
+	for i, v := range used {
+		vars[i] = "${" + v + "}"
+	}
+	return &redact.Error{
+		Msg: fmt.Sprintf("parse config: %s: a value taken from the environment (%s) does not fit there: check the variable, or quote it in the file",
+			where, strings.Join(vars, ", ")),
+		Err: err,
+	}
+}
+
+// lineMap pairs the nodes of two trees of one shape, the file's and its
+// re-encoding's, and maps each line of the second to the line of the first.
+func lineMap(orig, again *yaml.Node, m map[int]int) {
+	m[again.Line] = orig.Line
+	for i := range min(len(orig.Content), len(again.Content)) {
+		lineMap(orig.Content[i], again.Content[i], m)
+	}
 }
 
 func validName(s string) bool {

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -167,5 +168,30 @@ func TestParseTenants(t *testing.T) {
 	doc = strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants_query: SELECT org FROM orgs", 1)
 	if f, err = Parse([]byte(doc), lookup(map[string]string{"PW": "x"})); err != nil || !f.Models[0].FansOut() {
 		t.Fatalf("tenants_query: %v", err)
+	}
+}
+
+// TestParseErrorsByStructure: whatever the expanded value, short or a
+// common word or YAML syntax, an error names the variable and the line and
+// neither quotes the value nor mangles the message.
+func TestParseErrorsByStructure(t *testing.T) {
+	const typeErr = "parse config: yaml: unmarshal errors:\n  line 9: cannot unmarshal !!str `${PW}` into int"
+	generic := regexp.MustCompile(`^parse config: line \d+: a value taken from the environment \(\$\{PW\}\) does not fit there: check the variable, or quote it in the file$`)
+	for _, pw := range []string{"a", "x", "ab", "user", "postgres", "parse", "line", "hunter2", "a: b", "'", "[x", "p #w", "пароль"} {
+		for _, tc := range []struct{ name, doc string }{
+			{"wrong type", strings.Replace(oneModel, "lookback: 2m", "page_rows: ${PW}", 1)},
+			{"value breaks the YAML", strings.Replace(oneModel, "postgres://u:${PW}@db/app", "${PW}", 1)},
+		} {
+			_, err := Parse([]byte(tc.doc), lookup(map[string]string{"PW": pw}))
+			if err == nil {
+				continue // the value happened to be valid there
+			}
+			// The message is one of two exact shapes, so nothing of
+			// the value can be in it, however short.
+			msg := err.Error()
+			if msg != typeErr && !generic.MatchString(msg) {
+				t.Errorf("%s, PW=%q: got %q", tc.name, pw, msg)
+			}
+		}
 	}
 }

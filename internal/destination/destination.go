@@ -22,6 +22,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore/mem"
 	"github.com/highwater-dev/highwater/internal/objstore/retry"
 	"github.com/highwater-dev/highwater/internal/objstore/s3"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Destination is an opened lake root.
@@ -60,10 +61,10 @@ func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, 
 	}
 	switch u.Scheme {
 	case "":
-		return nil, fmt.Errorf("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", Redact(raw))
+		return nil, fmt.Errorf("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", redact.URL(raw))
 	case "file":
 		if u.Host != "" && u.Host != "localhost" {
-			return nil, fmt.Errorf("destination %q: a file URL takes an absolute path, as file:///path", Redact(raw))
+			return nil, fmt.Errorf("destination %q: a file URL takes an absolute path, as file:///path", redact.URL(raw))
 		}
 		if err := checkSegments(u.Path); err != nil {
 			return nil, err
@@ -79,18 +80,18 @@ func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, 
 	}
 	opener, ok := cloudOpeners[u.Scheme]
 	if !ok {
-		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", Redact(raw), u.Scheme)
+		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 	}
 	prefix := strings.Trim(u.Path, "/")
 	if err := checkSegments(prefix); err != nil {
 		return nil, err
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("destination %q names no bucket", Redact(raw))
+		return nil, fmt.Errorf("destination %q names no bucket", redact.URL(raw))
 	}
 	b, err := opener(ctx, u)
 	if err != nil {
-		return nil, fmt.Errorf("open destination %s: %w", Redact(raw), err)
+		return nil, fmt.Errorf("open destination %s: %w", redact.URL(raw), err)
 	}
 	base := u.Scheme + "://" + u.Host
 	if prefix != "" {
@@ -149,16 +150,16 @@ const placeholder = "{tenant}"
 func ParseTenant(raw string, tenant *string) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("parse destination URL %q: %w", Redact(raw), stripURLError(err))
+		return nil, &redact.Error{Msg: fmt.Sprintf("parse destination URL %q: %s", redact.URL(raw), redact.ParseError(raw, err)), Err: err}
 	}
 	if !strings.Contains(raw, placeholder) {
 		return u, nil
 	}
 	if !strings.Contains(u.Path, placeholder) || strings.Contains(u.Host+u.RawQuery+u.Fragment, placeholder) {
-		return nil, fmt.Errorf("destination %q: the {tenant} placeholder belongs in the path, after the bucket", Redact(raw))
+		return nil, fmt.Errorf("destination %q: the {tenant} placeholder belongs in the path, after the bucket", redact.URL(raw))
 	}
 	if tenant == nil {
-		return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", Redact(raw))
+		return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", redact.URL(raw))
 	}
 	seg, err := TenantSegment(*tenant)
 	if err != nil {
@@ -202,33 +203,4 @@ func checkSegments(p string) error {
 		}
 	}
 	return nil
-}
-
-// Redact removes credentials (user info and secret-looking query values)
-// from a URL so that it can be printed.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "<unparseable URL>"
-	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
-	}
-	q := u.Query()
-	for k := range q {
-		lk := strings.ToLower(k)
-		if strings.Contains(lk, "secret") || strings.Contains(lk, "key") || strings.Contains(lk, "token") ||
-			strings.Contains(lk, "password") || strings.Contains(lk, "sig") {
-			q.Set(k, "REDACTED")
-		}
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-func stripURLError(err error) error {
-	if ue, ok := err.(*url.Error); ok {
-		return ue.Err
-	}
-	return err
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/internal/objstore/gcs"
 	"github.com/highwater-dev/highwater/internal/objstore/s3"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 func randomName() string {
@@ -49,7 +50,7 @@ func TestBadURLs(t *testing.T) {
 
 func TestSecretsNotPrinted(t *testing.T) {
 	raw := "s3://bucket/lake?endpoint=http://127.0.0.1:1&secret_access_key=hunter2&kms_key_id=k"
-	if got := destination.Redact(raw); strings.Contains(got, "hunter2") {
+	if got := redact.URL(raw); strings.Contains(got, "hunter2") {
 		t.Fatalf("redact %q = %q", raw, got)
 	}
 }

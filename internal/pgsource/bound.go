@@ -10,8 +10,16 @@ import (
 // Bound is the upper end of a run's interval, computed by the server in the
 // column's own type before extraction starts.
 type Bound struct {
-	To  string // literal of the modified-at type
+	// To is the exclusive upper end of what the run reads: a literal of the
+	// modified-at type. For a date column it is the day after the bound's
+	// day, so that the rows of that day written so far are read now.
+	To  string
 	Mod Mod
+	// Watermark is what a run to this bound commits as the next from: To,
+	// except for a date column, where it is the bound's day itself, which
+	// can still receive rows and so is read again by the next run.
+	Watermark    string
+	WatermarkMod Mod
 	// Now is the server's clock in µs since the epoch, used as the run's
 	// _hw_version.
 	Now int64
@@ -20,11 +28,23 @@ type Bound struct {
 	// "fallback_lookback" when the open transactions could not be seen.
 	Kind   string
 	Detail string
+	// Warnings name what the bound could not protect, so that only the
+	// lookback does: a role that cannot see other sessions, a replica that
+	// cannot see the primary's, the bound off, a stuck transaction ignored.
+	// They are said at every run.
+	Warnings []string
+	// Replica: the source is a hot standby, which cannot see the primary's
+	// open transactions.
+	Replica bool
 	// StuckSince, when set, is the start (a literal of the modified-at
 	// type) of a transaction older than the cap, which the bound ignored:
 	// the next run's from must stay at or below it (Commit.FromFloor)
 	// until it ends, or its rows are lost if it ever commits.
 	StuckSince *string
+	// Prepared: a prepared transaction of the database is open. Its rows
+	// carry its start, which is before its PREPARE and recorded nowhere,
+	// so this bound cannot say how far back they reach.
+	Prepared bool
 }
 
 // DefaultStuckCap is how long an open transaction may hold the bound back
@@ -56,25 +76,37 @@ func (s *Source) UpperBound(ctx context.Context, t *Table, tz string) (Bound, er
 // transaction that has not written yet, between two statements, shows
 // neither, and its first INSERT still stamps the old start.
 // Only client backends of this database can write its tables; our own
-// session is excluded.
+// session is excluded. A session with track_activities off reports no
+// xact_start (its state is 'disabled'), so its transactions are as
+// invisible as another role's to an unprivileged one.
 const boundSQL = `WITH c AS (SELECT clock_timestamp() AS now),
 act AS (
-	SELECT a.pid, a.xact_start, a.usename, a.application_name
+	SELECT a.xact_start,
+		format('pid %s (user %s, application %s)', a.pid, a.usename, coalesce(nullif(a.application_name, ''), '-')) AS who
 	FROM pg_stat_activity a
 	WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
 	  AND a.backend_type = 'client backend' AND a.xact_start IS NOT NULL),
-stuck AS (SELECT * FROM act, c WHERE act.xact_start < c.now - $1::interval ORDER BY xact_start LIMIT 1),
-prep AS (SELECT p.prepared, p.gid FROM pg_prepared_xacts p WHERE p.database = current_database())
+oldest AS (SELECT act.* FROM act, c WHERE act.xact_start >= c.now - $1::interval ORDER BY xact_start LIMIT 1),
+stuck AS (SELECT act.* FROM act, c WHERE act.xact_start < c.now - $1::interval ORDER BY xact_start LIMIT 1),
+prep AS (SELECT p.prepared, p.gid FROM pg_prepared_xacts p WHERE p.database = current_database()),
+prepOldest AS (SELECT prep.* FROM prep, c WHERE prepared >= c.now - $1::interval ORDER BY prepared LIMIT 1),
+prepStuck AS (SELECT prep.* FROM prep, c WHERE prepared < c.now - $1::interval ORDER BY prepared LIMIT 1),
+untracked AS (
+	SELECT format('pid %s (user %s, application %s)', a.pid, a.usename, coalesce(nullif(a.application_name, ''), '-')) AS who
+	FROM pg_stat_activity a
+	WHERE a.datname = current_database() AND a.pid <> pg_backend_pid()
+	  AND a.backend_type = 'client backend' AND a.state = 'disabled')
 SELECT c.now,
-	(SELECT min(xact_start) FROM act WHERE xact_start >= c.now - $1::interval),
-	(SELECT xact_start FROM stuck),
-	(SELECT format('pid %s (user %s, application %s)', pid, usename, coalesce(nullif(application_name, ''), '-')) FROM stuck),
-	(SELECT min(prepared) FROM prep WHERE prepared >= c.now - $1::interval),
-	(SELECT min(prepared) FROM prep WHERE prepared < c.now - $1::interval),
-	(SELECT min(gid) FROM prep WHERE prepared < c.now - $1::interval),
+	(SELECT xact_start FROM oldest), (SELECT who FROM oldest),
+	(SELECT xact_start FROM stuck), (SELECT who FROM stuck),
+	(SELECT prepared FROM prepOldest), (SELECT gid FROM prepOldest),
+	(SELECT prepared FROM prepStuck), (SELECT gid FROM prepStuck),
+	pg_is_in_recovery(),
 	CASE WHEN pg_is_in_recovery() THEN pg_last_xact_replay_timestamp() END,
 	(SELECT rolsuper FROM pg_roles WHERE rolname = current_user) OR pg_has_role('pg_read_all_stats', 'MEMBER'),
-	current_user
+	current_user,
+	(SELECT count(*) FROM untracked), (SELECT min(who) FROM untracked),
+	EXISTS (SELECT FROM prep)
 FROM c`
 
 // UpperBoundWith computes the run's upper bound: the server's clock,
@@ -90,70 +122,83 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 	var (
 		now                                    time.Time
 		oldest, stuck, prep, prepStuck, replay *time.Time
-		stuckWho, prepGID                      *string
+		oldestWho, stuckWho, prepGID, stuckGID *string
+		replica                                bool
 		privileged                             *bool
 		user                                   string
+		untracked                              int64
+		untrackedWho                           *string
+		prepared                               bool
 	)
 	err := s.conn.QueryRow(ctx, boundSQL, fmt.Sprintf("%d microseconds", o.StuckCap.Microseconds())).Scan(
-		&now, &oldest, &stuck, &stuckWho, &prep, &prepStuck, &prepGID, &replay, &privileged, &user)
+		&now, &oldest, &oldestWho, &stuck, &stuckWho, &prep, &prepGID, &prepStuck, &stuckGID, &replica, &replay, &privileged, &user, &untracked, &untrackedWho, &prepared)
 	if err != nil {
 		return Bound{}, s.classify("read the source clock and open transactions", err)
 	}
-	b := Bound{Now: now.UnixMicro(), Kind: "clock"}
+	b := Bound{Now: now.UnixMicro(), Kind: "clock", Replica: replica, Prepared: prepared && !o.ClockOnly}
 	to := now
 	lower := func(ts *time.Time, kind, detail string) {
 		if ts != nil && ts.Before(to) {
 			to, b.Kind, b.Detail = *ts, kind, detail
 		}
 	}
-	var notes []string
 	var stuckAt *time.Time
 	if !o.ClockOnly {
-		lower(oldest, "oldest_transaction", fmt.Sprintf("a transaction open since %s", fmtTS(oldest)))
-		lower(prep, "prepared_transaction", fmt.Sprintf("a transaction prepared at %s", fmtTS(prep)))
+		lower(oldest, "oldest_transaction", fmt.Sprintf("a transaction open since %s, %s", fmtTS(oldest), deref(oldestWho)))
+		lower(prep, "prepared_transaction", fmt.Sprintf("prepared transaction %q, prepared at %s", deref(prepGID), fmtTS(prep)))
 		if stuck != nil {
 			stuckAt = stuck
-			notes = append(notes, fmt.Sprintf("ignored %s, open since %s, longer than the cap of %s", deref(stuckWho), fmtTS(stuck), o.StuckCap))
+			b.Warnings = append(b.Warnings, fmt.Sprintf("ignored the transaction of %s, open since %s, longer than the cap of %s: the next runs read from its start until it ends", deref(stuckWho), fmtTS(stuck), o.StuckCap))
 		}
 		if prepStuck != nil {
 			if stuckAt == nil || prepStuck.Before(*stuckAt) {
 				stuckAt = prepStuck
 			}
-			notes = append(notes, fmt.Sprintf("ignored prepared transaction %q, prepared at %s, longer than the cap of %s", deref(prepGID), fmtTS(prepStuck), o.StuckCap))
+			b.Warnings = append(b.Warnings, fmt.Sprintf("ignored prepared transaction %q, prepared at %s, longer than the cap of %s: the next runs read from then until it ends", deref(stuckGID), fmtTS(prepStuck), o.StuckCap))
 		}
 		if privileged == nil || !*privileged {
-			if b.Kind == "clock" {
-				b.Kind = "fallback_lookback"
-			}
-			notes = append(notes, fmt.Sprintf("role %s lacks pg_read_all_stats, so other roles' open transactions are invisible: only the lookback protects their rows", user))
+			b.Warnings = append(b.Warnings, fmt.Sprintf("role %s lacks pg_read_all_stats, so other roles' open transactions are invisible: only the lookback protects their rows (GRANT pg_read_all_stats TO %s)", user, quoteIdent(user)))
 		}
+		if untracked > 0 {
+			b.Warnings = append(b.Warnings, fmt.Sprintf("sessions with track_activities off (%d, the first %s) report no transaction start, so their open transactions are invisible: only the lookback protects their rows (leave track_activities on)", untracked, deref(untrackedWho)))
+		}
+	} else {
+		b.Warnings = append(b.Warnings, "the open-transaction bound is off: only the lookback protects rows of transactions that commit late")
+	}
+	if replica {
+		// The standby's activity views show its own sessions only, and
+		// the replayed snapshot lists the primary's xids, not their starts
+		// (nor the transactions that have not written yet).
+		b.Warnings = append(b.Warnings, "the source is a hot standby, which cannot see the primary's open transactions: only the lookback protects rows of transactions that commit later than it")
 	}
 	lower(replay, "replay", fmt.Sprintf("a replica, replayed up to %s", fmtTS(replay)))
-	if o.ClockOnly {
-		notes = append(notes, "the open-transaction bound is off: only the lookback protects rows of transactions that commit late")
-		if b.Kind == "clock" {
-			b.Kind = "fallback_lookback"
-		}
+	blind := o.ClockOnly || replica || privileged == nil || !*privileged || untracked > 0
+	if b.Kind == "clock" && blind {
+		b.Kind = "fallback_lookback"
 	}
-	if len(notes) > 0 {
+	if len(b.Warnings) > 0 {
 		if b.Detail != "" {
 			b.Detail += "; "
 		}
-		b.Detail += strings.Join(notes, "; ")
+		b.Detail += strings.Join(b.Warnings, "; ")
 	}
-	// A held-back date bound is the day of the transaction itself, which
-	// may still stamp it; the clock's is the end of today.
-	heldBack := b.Kind != "clock" && b.Kind != "fallback_lookback"
-	raw, err := s.asModType(ctx, t, tz, to, !heldBack)
+	// The watermark is the bound itself; for a date, the bound's day,
+	// which later transactions can still stamp. A date run reads that day
+	// too, up to the next.
+	raw, err := s.asModType(ctx, t, tz, to)
 	if err != nil {
 		return Bound{}, err
 	}
-	if b.Mod, err = modFromBinary(t.ModKind, raw); err != nil {
+	if b.WatermarkMod, err = modFromBinary(t.ModKind, raw); err != nil {
 		return Bound{}, fmt.Errorf("read the source clock: %w", err)
 	}
-	b.To = FormatMod(t.ModKind, b.Mod)
+	b.Mod = b.WatermarkMod
+	if t.ModKind == ModDate {
+		b.Mod++
+	}
+	b.To, b.Watermark = FormatMod(t.ModKind, b.Mod), FormatMod(t.ModKind, b.WatermarkMod)
 	if stuckAt != nil {
-		raw, err := s.asModType(ctx, t, tz, *stuckAt, false)
+		raw, err := s.asModType(ctx, t, tz, *stuckAt)
 		if err != nil {
 			return Bound{}, err
 		}
@@ -168,9 +213,9 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 }
 
 // asModType converts a server timestamptz to the modified-at column's
-// type on the server, so that the time zone rules are PostgreSQL's.
-// endOfDay rounds a date up to the next day.
-func (s *Source) asModType(ctx context.Context, t *Table, tz string, ts time.Time, endOfDay bool) ([]byte, error) {
+// type on the server, so that the time zone rules are PostgreSQL's. A date
+// is the day of ts.
+func (s *Source) asModType(ctx context.Context, t *Table, tz string, ts time.Time) ([]byte, error) {
 	var expr string
 	args := []any{pgxBinary, ts}
 	switch t.ModKind {
@@ -180,11 +225,6 @@ func (s *Source) asModType(ctx context.Context, t *Table, tz string, ts time.Tim
 		expr = "($1::timestamptz AT TIME ZONE $2::text)"
 	case ModDate:
 		expr = "($1::timestamptz AT TIME ZONE $2::text)::date"
-		if endOfDay {
-			// A date column's rows of today are read now and again
-			// tomorrow: the bound is the end of today.
-			expr = "(" + expr + " + 1)"
-		}
 	}
 	if t.ModKind != ModTimestamptz {
 		args = append(args, tz)
@@ -233,7 +273,7 @@ func (s *Source) Normalize(ctx context.Context, t *Table, literal string) (strin
 		raw = append([]byte(nil), rows.RawValues()[0]...)
 	}
 	if err := rows.Err(); err != nil {
-		return "", 0, fmt.Errorf("read %q as %s: %w: %w", literal, mod.TypeName, scrubErr(err, s.password), ErrBadModel)
+		return "", 0, fmt.Errorf("read %q as %s: %w: %w", literal, mod.TypeName, err, ErrBadModel)
 	}
 	m, err := modFromBinary(t.ModKind, raw)
 	if err != nil {

@@ -46,6 +46,9 @@ type Table struct {
 	Spec
 	// Relation is the resolved, quoted relation, or "" for a query.
 	Relation string
+	// RelOID is the relation's pg_class OID, which a table dropped and
+	// recreated, or restored from a dump, does not keep; 0 for a query.
+	RelOID uint32
 	// QueryHash identifies a source_query.
 	QueryHash string
 	Columns   []formats.Column
@@ -72,6 +75,11 @@ func (t *Table) Column(name string) (formats.Column, bool) {
 func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 	t := &Table{Spec: spec, tenantIdx: -1}
 	var relOID uint32
+	// The names the user wrote resolve as the role would resolve them;
+	// everything else runs under a pinned path (searchpath.go).
+	if err := s.setSearchPath(ctx, s.rolePath()); err != nil {
+		return nil, err
+	}
 	if spec.Query != "" {
 		sum := sha256.Sum256([]byte(spec.Query))
 		t.QueryHash = hex.EncodeToString(sum[:])
@@ -94,6 +102,15 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 		}
 		if relkind == "v" || relkind == "f" {
 			return nil, fmt.Errorf("%s is a view or foreign table, which has no unique index to page on: export it with a source_query instead: %w", spec.Table, ErrBadModel)
+		}
+		if relkind != "p" {
+			if err := s.refuseInheritance(ctx, t.Relation, relOID); err != nil {
+				return nil, err
+			}
+		}
+		t.RelOID = relOID
+		if err := s.setSearchPath(ctx, catalogPath); err != nil {
+			return nil, err
 		}
 		if t.Columns, err = s.tableColumns(ctx, relOID); err != nil {
 			return nil, err
@@ -159,7 +176,60 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 			return nil, err
 		}
 	}
+	if err := s.pinSearchPath(ctx, t); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// pinSearchPath sets the path the model's statements run under: pg_catalog,
+// (for a source_query) the role's schemas, then the schemas of the
+// operators that compare its modified-at, key and tenant columns.
+func (s *Source) pinSearchPath(ctx context.Context, t *Table) error {
+	compared := []uint32{t.Columns[t.modIdx].TypeOID}
+	for _, i := range t.keyIdx {
+		compared = append(compared, t.Columns[i].TypeOID)
+	}
+	if t.tenantIdx >= 0 {
+		compared = append(compared, t.Columns[t.tenantIdx].TypeOID)
+	}
+	ops, err := s.operatorSchemas(ctx, compared)
+	if err != nil {
+		return err
+	}
+	path := slices.Clone(catalogPath)
+	if t.Query != "" {
+		path = s.rolePath()
+	}
+	return s.setSearchPath(ctx, appendNew(path, ops...))
+}
+
+// refuseInheritance refuses a table with inheritance children. Reading it
+// reads their rows too, but its unique index covers only its own rows: a
+// child's row with a parent's key would be taken for another version of
+// it, and dedupe would keep one of two distinct rows. Reading ONLY the
+// table instead would silently leave out rows that a plain SELECT of it
+// shows, so the choice is left to the user. A declarative partitioned
+// table (relkind 'p') is not refused: its unique indexes cover every
+// partition.
+func (s *Source) refuseInheritance(ctx context.Context, relation string, rel uint32) error {
+	var children []string
+	err := s.conn.QueryRow(ctx, `
+		SELECT coalesce(array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY n.nspname, c.relname), '{}')
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE i.inhparent = $1`, rel).Scan(&children)
+	if err != nil {
+		return s.classify("read inheritance children of "+relation, err)
+	}
+	if len(children) == 0 {
+		return nil
+	}
+	named := strings.Join(children, ", ")
+	if len(children) > 3 {
+		named = fmt.Sprintf("%s and %d more", strings.Join(children[:3], ", "), len(children)-3)
+	}
+	return fmt.Errorf("%s has inheritance children (%s) whose rows a read of it includes but its unique index does not cover, so distinct rows would share a key: export only its own rows with --source-query 'SELECT * FROM ONLY %s', and each child as a model of its own: %w",
+		relation, named, relation, ErrBadModel)
 }
 
 func (t *Table) describe() string {
@@ -201,7 +271,12 @@ func (s *Source) tableColumns(ctx context.Context, rel uint32) ([]formats.Column
 func (s *Source) queryColumns(ctx context.Context, query string) ([]formats.Column, error) {
 	sd, err := s.conn.PgConn().Prepare(ctx, "", wrapQuery(query)+" SELECT * FROM q LIMIT 0", nil)
 	if err != nil {
-		return nil, fmt.Errorf("describe source_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+		return nil, fmt.Errorf("describe source_query: %w: %w", err, ErrBadModel)
+	}
+	// Type names are read under pg_catalog alone, so that they come back
+	// qualified.
+	if err := s.setSearchPath(ctx, catalogPath); err != nil {
+		return nil, err
 	}
 	var cols []formats.Column
 	seen := map[string]bool{}

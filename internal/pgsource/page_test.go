@@ -155,8 +155,15 @@ func TestPageSQL(t *testing.T) {
 			if len(used) != len(args) {
 				t.Errorf("%d placeholders for %d arguments:\n%s", len(used), len(args), sql)
 			}
+			// A page after a cursor names the cursor's parameters twice:
+			// in its WHERE, and in the flag that marks the rows at the
+			// cursor (checked below).
+			reuse := 1
+			if tc.after != nil {
+				reuse = 2
+			}
 			for n := 1; n <= len(args); n++ {
-				if used[n] != 1 {
+				if used[n] < 1 || used[n] > reuse {
 					t.Errorf("$%d is used %d times:\n%s", n, used[n], sql)
 				}
 			}
@@ -198,8 +205,16 @@ func TestPageSQL(t *testing.T) {
 			if !strings.Contains(sql, wantFrom) {
 				t.Errorf("want %q in:\n%s", wantFrom, sql)
 			}
-			// The modified-at column first, then every column quoted.
-			sel := "SELECT " + modRef + `, t."Updated At", t."Tenant Id", t."odd""key", t."org", t."select"`
+			// The modified-at column first, then whether the row is at the
+			// cursor, by the same row comparison as the WHERE, then every
+			// column quoted.
+			atCursor := "false"
+			for _, c := range conds {
+				if tc.after != nil && strings.Contains(c, ") >= (") {
+					atCursor = strings.Replace(c, ") >= (", ") = (", 1)
+				}
+			}
+			sel := "SELECT " + modRef + ", " + atCursor + `, t."Updated At", t."Tenant Id", t."odd""key", t."org", t."select"`
 			if !strings.Contains(sql, sel+"\nFROM") {
 				t.Errorf("want %s in:\n%s", sel, sql)
 			}

@@ -25,11 +25,12 @@ var ErrNullKey = errors.New("NULL in a primary key column")
 
 // Range bounds a scan: [From, To) on the modified-at column, plus the rows
 // whose modified-at is NULL when IncludeNull is set. A nil From is no
-// lower bound.
+// lower bound; IncludeBeyondTo drops the upper one.
 type Range struct {
-	From        *string
-	To          string
-	IncludeNull bool
+	From            *string
+	To              string
+	IncludeNull     bool
+	IncludeBeyondTo bool
 }
 
 // Row is one source row during a scan. Its values are only valid inside
@@ -288,7 +289,12 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 		case rng.From != nil:
 			b.where = append(b.where, fmt.Sprintf("%s >= %s", modRef, cast(b.arg(*rng.From), mod.TypeName)))
 		}
-		b.where = append(b.where, fmt.Sprintf("%s < %s", modRef, cast(b.arg(rng.To), mod.TypeName)))
+		switch {
+		case !rng.IncludeBeyondTo:
+			b.where = append(b.where, fmt.Sprintf("%s < %s", modRef, cast(b.arg(rng.To), mod.TypeName)))
+		case after == nil && rng.From == nil:
+			b.where = append(b.where, modRef+" IS NOT NULL") // the NULL phase read those
+		}
 	}
 	s.tenantPredicate(&b)
 	order := keyRefs
@@ -447,31 +453,34 @@ func (sc *Scanner) checkPushdown(ctx context.Context, sql string, args []any) {
 // Counts are the rows a scan of an incremental run cannot see.
 type Counts struct {
 	NullModifiedAt int64
-	BeyondTo       int64
+	// BeyondTo: stamped at or after the run's upper bound. Of those,
+	// Future are stamped after the source's clock (but not infinity), and
+	// Infinity 'infinity', which no upper bound ever passes.
+	BeyondTo, Future, Infinity int64
 }
 
-// CountUnseen counts the rows whose modified-at is NULL, and those stamped
-// at or past to, within the tenant.
-func (sc *Scanner) CountUnseen(ctx context.Context, to string) (Counts, error) {
+// CountUnseen counts, within the tenant, the rows whose modified-at is
+// NULL, and those stamped at or past to; tz reads the clock for a naive
+// column. One statement, whose predicates an index on modified-at serves.
+func (sc *Scanner) CountUnseen(ctx context.Context, to, tz string) (Counts, error) {
 	var out Counts
+	var b sqlBuilder
 	mod := sc.t.Columns[sc.t.modIdx]
-	modRef := "t." + quoteIdent(mod.Name)
-	for _, q := range []struct {
-		pred string
-		dst  *int64
-		to   bool
-	}{{modRef + " IS NULL", &out.NullModifiedAt, false}, {modRef + " >= ", &out.BeyondTo, true}} {
-		var b sqlBuilder
-		pred := q.pred
-		if q.to {
-			pred += cast(b.arg(to), mod.TypeName)
-		}
-		b.where = append(b.where, pred)
-		sc.tenantPredicate(&b)
-		sql := fmt.Sprintf("%sSELECT count(*) FROM %s WHERE %s", sc.with(), sc.from(), strings.Join(b.where, " AND "))
-		if err := sc.src.conn.QueryRow(ctx, sql, b.args...).Scan(q.dst); err != nil {
-			return out, sc.src.classify("count unseen rows", err)
-		}
+	m := "t." + quoteIdent(mod.Name)
+	toArg := cast(b.arg(to), mod.TypeName)
+	clock := "clock_timestamp()"
+	if sc.t.ModKind != ModTimestamptz {
+		clock = fmt.Sprintf("(clock_timestamp() AT TIME ZONE $%d::text)", b.arg(tz))
+	}
+	clock = fmt.Sprintf("CAST(%s AS %s)", clock, mod.TypeName)
+	inf := cast(b.arg("infinity"), mod.TypeName)
+	b.where = append(b.where, fmt.Sprintf("(%s IS NULL OR %s >= %s)", m, m, toArg))
+	sc.tenantPredicate(&b)
+	sql := fmt.Sprintf(`%sSELECT count(*) FILTER (WHERE %[2]s IS NULL), count(*) FILTER (WHERE %[2]s >= %[3]s),
+	count(*) FILTER (WHERE %[2]s > %[4]s AND %[2]s <> %[5]s), count(*) FILTER (WHERE %[2]s = %[5]s)
+FROM %[6]s WHERE %[7]s`, sc.with(), m, toArg, clock, inf, sc.from(), strings.Join(b.where, " AND "))
+	if err := sc.src.conn.QueryRow(ctx, sql, b.args...).Scan(&out.NullModifiedAt, &out.BeyondTo, &out.Future, &out.Infinity); err != nil {
+		return out, sc.src.classify("count unseen rows", err)
 	}
 	return out, nil
 }

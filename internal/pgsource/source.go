@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/internal/redact"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -22,36 +23,51 @@ var ErrUnreachable = errors.New("source unreachable")
 
 // Source is one connection to the source database.
 type Source struct {
-	conn     *pgx.Conn
-	password string
+	conn *pgx.Conn
 	// TimeZone is the database's default TimeZone, read before the session
 	// is switched to UTC; naive timestamps are interpreted in it.
 	TimeZone string
 	// SystemID identifies the cluster; Database names the database.
 	SystemID string
 	Database string
+	// roleSchemas is the role's own search_path, as current_schemas(false)
+	// resolved it; the session itself never runs under it (searchpath.go).
+	roleSchemas []string
 }
 
 // Connect opens a connection. The URL's password never appears in an
 // error.
 func Connect(ctx context.Context, url string) (*Source, error) {
-	cfg, err := pgx.ParseConfig(url)
+	cfg, err := parseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse source URL: %w", scrubErr(err, ""))
+		return nil, err
 	}
 	cfg.RuntimeParams["application_name"] = "highwater"
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 15 * time.Second
 	}
-	s := &Source{password: cfg.Password, Database: cfg.Database}
+	s := &Source{Database: cfg.Database}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return nil, s.classify("connect to source", err)
 	}
 	s.conn = conn
-	if err := conn.QueryRow(ctx, "SELECT current_setting('TimeZone'), current_database()").Scan(&s.TimeZone, &s.Database); err != nil {
+	// Every later statement of the session is read-only: a source_query
+	// that calls a function with side effects (or nextval) fails instead of
+	// changing the source. Nothing highwater itself runs on this session
+	// writes. Set here rather than in the startup packet, which poolers
+	// such as PgBouncer refuse.
+	if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
+		conn.Close(ctx)
+		return nil, s.classify("configure source session", err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_database(), pg_catalog.current_schemas(false)::text[]").Scan(&s.TimeZone, &s.Database, &s.roleSchemas); err != nil {
 		conn.Close(ctx)
 		return nil, s.classify("read source settings", err)
+	}
+	if err := s.setSearchPath(ctx, catalogPath); err != nil {
+		conn.Close(ctx)
+		return nil, err
 	}
 	// Text forms (of keys, ranges, arrays) must not depend on the role's
 	// settings, so the session is pinned.
@@ -72,38 +88,67 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 // Close ends the session.
 func (s *Source) Close(ctx context.Context) error { return s.conn.Close(ctx) }
 
-// Conn exposes the connection for tests and the bench.
+// Conn exposes the connection for tests and the bench. Its search_path
+// is pinned (searchpath.go): name tables with their schema.
 func (s *Source) Conn() *pgx.Conn { return s.conn }
 
-// classify wraps err with what was being done, marks connection failures,
-// and removes the password from the message.
+// classify wraps err with what was being done and marks connection
+// failures. pgx's messages after a successful parse name the user, database
+// and host, never the password; parseConfig has refused the URLs whose
+// password could have spilled into those fields.
 func (s *Source) classify(what string, err error) error {
 	var netErr net.Error
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.Timeout(err) {
-		return fmt.Errorf("%s: %w: %w", what, ErrUnreachable, scrubErr(err, s.password))
+		return fmt.Errorf("%s: %w: %w", what, ErrUnreachable, err)
 	}
-	return fmt.Errorf("%s: %w", what, scrubErr(err, s.password))
+	return fmt.Errorf("%s: %w", what, err)
 }
 
-// scrubbed keeps the error chain but replaces the message.
-type scrubbed struct {
-	msg string
-	err error
+// ErrAmbiguousURL: the source URL's user info cannot be told from its host
+// and path.
+var ErrAmbiguousURL = errors.New("its user info is ambiguous: percent-encode '@', '/', '?' and '#' in the user name and password (%40, %2F, %3F, %23)")
+
+// parseConfig parses the source URL or keyword/value string. Its errors
+// print the string as package redact does, never pgx's own message, whose
+// redaction is best effort (it quotes the string, and an unencoded '@' or
+// '/' in a password moves part of it where the redaction does not look).
+func parseConfig(raw string) (*pgx.ConnConfig, error) {
+	if redact.Ambiguous(raw) {
+		return nil, fmt.Errorf("source URL %s: %w", redact.DSN(raw), ErrAmbiguousURL)
+	}
+	cfg, err := pgx.ParseConfig(raw)
+	if err != nil {
+		return nil, &redact.Error{Msg: "parse source URL " + redact.DSN(raw) + ": " + parseReason(err), Err: err}
+	}
+	return cfg, nil
 }
 
-func (e *scrubbed) Error() string { return e.msg }
-func (e *scrubbed) Unwrap() error { return e.err }
-
-func scrubErr(err error, password string) error {
-	if err == nil {
-		return nil
+// parseReason is what pgx says is wrong with a connection string, without
+// the string. pgx's ParseConfigError reads "cannot parse `STRING`: REASON"
+// or "... REASON (CAUSE)"; CAUSE is kept up to what it quotes, a piece of
+// the string.
+func parseReason(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return "not a valid connection string"
 	}
-	msg := err.Error()
-	if password != "" && strings.Contains(msg, password) {
-		msg = strings.ReplaceAll(msg, password, "REDACTED")
+	msg := pe.Error()
+	cause := errors.Unwrap(pe)
+	if cause != nil {
+		msg = strings.TrimSuffix(msg, " ("+cause.Error()+")")
 	}
-	return &scrubbed{msg: msg, err: err}
+	i := strings.LastIndex(msg, "`: ")
+	if i < 0 {
+		return "not a valid connection string"
+	}
+	msg = msg[i+len("`: "):]
+	if cause != nil {
+		if c := redact.Unquoted(cause.Error()); c != "" {
+			msg += " (" + c + ")"
+		}
+	}
+	return msg
 }
 
 // quoteIdent quotes an identifier for SQL text.

@@ -100,8 +100,8 @@ func TestDiscoverColumns(t *testing.T) {
 		return c
 	}
 	price := col("price")
-	if price.oid != pgtype.NumericOID || price.typtype != 'b' || price.typeName != "positive_money" || !price.notNull {
-		t.Errorf("price: %+v, want numeric resolved from the domain positive_money, not null", price)
+	if price.oid != pgtype.NumericOID || price.typtype != 'b' || price.typeName != "public.positive_money" || !price.notNull {
+		t.Errorf("price: %+v, want numeric resolved from the domain public.positive_money (type names are schema-qualified), not null", price)
 	}
 	if !holds(t, conn, "format_type($1, $2) = 'numeric(12,2)'", price.oid, price.typmod) {
 		t.Errorf("price: typmod %d is not the domain's numeric(12,2)", price.typmod)
@@ -126,7 +126,7 @@ func TestDiscoverColumns(t *testing.T) {
 // TestDiscoverModifiedAtKinds checks each type that can order changes, a
 // domain over one, and a type that cannot.
 func TestDiscoverModifiedAtKinds(t *testing.T) {
-	src, _ := open(t, `CREATE DOMAIN stamp AS timestamptz`)
+	src, db := open(t, `CREATE DOMAIN stamp AS timestamptz`)
 	for _, tc := range []struct {
 		typ  string
 		kind pgsource.ModKind
@@ -141,9 +141,8 @@ func TestDiscoverModifiedAtKinds(t *testing.T) {
 	} {
 		t.Run(tc.typ, func(t *testing.T) {
 			table := "m_" + strings.NewReplacer("(", "", ")", "").Replace(tc.typ)
-			if _, err := src.Conn().Exec(t.Context(), "CREATE TABLE "+table+" (id int PRIMARY KEY, m "+tc.typ+")"); err != nil {
-				t.Fatal(err)
-			}
+			// The source's own session is read-only.
+			pgtest.Exec(t, db, "CREATE TABLE "+table+" (id int PRIMARY KEY, m "+tc.typ+")")
 			tab, err := src.Discover(t.Context(), pgsource.Spec{Table: table, PrimaryKey: []string{"id"}, ModifiedAt: "m"})
 			if tc.bad {
 				if !errors.Is(err, pgsource.ErrBadModel) || !strings.Contains(err.Error(), "cannot order changes") {
@@ -199,7 +198,7 @@ func TestDiscoverKeyIndex(t *testing.T) {
 // TestDiscoverWarnsWithoutModifiedAtIndex: paging works without an index
 // leading with the modified-at column, but scans the table each page.
 func TestDiscoverWarnsWithoutModifiedAtIndex(t *testing.T) {
-	src, _ := open(t, `CREATE TABLE t (id bigint PRIMARY KEY, m timestamptz)`)
+	src, db := open(t, `CREATE TABLE t (id bigint PRIMARY KEY, m timestamptz)`)
 	spec := pgsource.Spec{Table: "t", PrimaryKey: []string{"id"}, ModifiedAt: "m"}
 	tab, err := src.Discover(t.Context(), spec)
 	if err != nil {
@@ -208,9 +207,8 @@ func TestDiscoverWarnsWithoutModifiedAtIndex(t *testing.T) {
 	if len(tab.Warnings) != 1 || !strings.Contains(tab.Warnings[0], `("m", "id")`) {
 		t.Errorf("warnings %q, want one naming the index to create", tab.Warnings)
 	}
-	if _, err := src.Conn().Exec(t.Context(), `CREATE INDEX ON t (m, id)`); err != nil {
-		t.Fatal(err)
-	}
+	// The source's own session is read-only.
+	pgtest.Exec(t, db, `CREATE INDEX ON t (m, id)`)
 	if tab, err = src.Discover(t.Context(), spec); err != nil || len(tab.Warnings) != 0 {
 		t.Errorf("with the index: warnings %q, err %v", tab.Warnings, err)
 	}
@@ -283,7 +281,9 @@ func TestDiscoverRefusesBadModels(t *testing.T) {
 // with nothing open it is the clock (for a date, the end of today); with a
 // transaction open in another session (one that has not written: in READ
 // COMMITTED it shows no xid, and its first INSERT still stamps its start)
-// it is that transaction's start, in the column's type.
+// it is that transaction's start, in the column's type: the watermark a run
+// to it commits (a date run reads to the end of the bound's day and commits
+// the day itself, since the day can still receive rows).
 func TestUpperBound(t *testing.T) {
 	const tz = "Asia/Kathmandu" // +05:45: a conversion that cannot pass by accident
 	for _, tc := range []struct {
@@ -344,8 +344,8 @@ func TestUpperBound(t *testing.T) {
 			if b.Kind != "oldest_transaction" {
 				t.Errorf("open transaction: kind %q (%s), want oldest_transaction", b.Kind, b.Detail)
 			}
-			if !holds(t, conn, "$2::text IS NOT NULL AND $3::text::"+tc.typ+" = "+tc.in, started, tz, b.To) {
-				t.Errorf("open transaction: bound %s is not the start %s of the open transaction", b.To, started)
+			if !holds(t, conn, "$2::text IS NOT NULL AND $3::text::"+tc.typ+" = "+tc.in, started, tz, b.Watermark) {
+				t.Errorf("open transaction: bound %s is not the start %s of the open transaction", b.Watermark, started)
 			}
 			if b.StuckSince != nil {
 				t.Errorf("a transaction younger than the cap is reported stuck since %s", *b.StuckSince)

@@ -20,7 +20,7 @@ func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, n
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	rows, err := tx.Query(ctx, query, pgx.QueryResultFormats{pgx.TextFormatCode})
 	if err != nil {
-		return nil, 0, fmt.Errorf("run tenants_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+		return nil, 0, fmt.Errorf("run tenants_query: %w: %w", err, ErrBadModel)
 	}
 	defer rows.Close()
 	fields := rows.FieldDescriptions()
@@ -28,7 +28,7 @@ func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, n
 		// An error of the statement (a write refused) comes with no fields.
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, 0, fmt.Errorf("run tenants_query: %w: %w", scrubErr(err, s.password), ErrBadModel)
+			return nil, 0, fmt.Errorf("run tenants_query: %w: %w", err, ErrBadModel)
 		}
 		return nil, 0, fmt.Errorf("tenants_query returns %d columns, not one: %w", len(fields), ErrBadModel)
 	}
@@ -59,7 +59,7 @@ func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, n
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, 0, fmt.Errorf("run tenants_query: %w", scrubErr(err, s.password))
+		return nil, 0, fmt.Errorf("run tenants_query: %w", err)
 	}
 	return tenants, nulls, nil
 }

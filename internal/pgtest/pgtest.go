@@ -98,13 +98,18 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c max_prepared_transactions=10", port, dir)
-	if out, err := s.run(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-o", opts, "-w", "start"); err != nil {
+	if out, err := s.run(filepath.Join(bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-o", serverOptions(port, dir), "-w", "start"); err != nil {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pg_ctl start: %w\n%s", err, out)
 	}
 	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 	return s, nil
+}
+
+// serverOptions are the settings of every test cluster: fast and unsafe
+// on a crash, with room for the tests' sessions.
+func serverOptions(port int, socketDir string) string {
+	return fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200 -c max_prepared_transactions=10", port, socketDir)
 }
 
 func (s *Server) run(name string, args ...string) ([]byte, error) {
@@ -137,6 +142,103 @@ func (s *Server) Restart() error {
 		return fmt.Errorf("pg_ctl restart: %w\n%s", err, out)
 	}
 	return nil
+}
+
+// StartReplica starts a hot standby of a cluster that Start began, made
+// by pg_basebackup -R and streaming from it. Stop it before s.
+func (s *Server) StartReplica() (*Server, error) {
+	if s.dir == "" {
+		return nil, fmt.Errorf("start a replica: not a throwaway cluster")
+	}
+	primary, err := url.Parse(s.URL)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "highwater-pg-replica-*")
+	if err != nil {
+		return nil, err
+	}
+	r := &Server{dir: dir, bin: s.bin, runAs: s.runAs}
+	if r.runAs != "" {
+		u, err := user.Lookup(r.runAs)
+		if err != nil {
+			return nil, err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+	}
+	data := filepath.Join(dir, "data")
+	if out, err := r.run(filepath.Join(s.bin, "pg_basebackup"), "-D", data, "-R", "-X", "stream", "--no-sync", "--checkpoint=fast",
+		"-h", primary.Hostname(), "-p", primary.Port(), "-U", "postgres"); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pg_basebackup: %w\n%s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	// A standby needs at least the primary's max_connections and
+	// max_prepared_transactions: the same options.
+	if out, err := r.run(filepath.Join(s.bin, "pg_ctl"), "-D", data, "-l", filepath.Join(dir, "log"), "-o", serverOptions(port, dir), "-w", "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		r.Stop()
+		return nil, fmt.Errorf("pg_ctl start the replica: %w\n%s\n%s", err, out, log)
+	}
+	r.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	return r, nil
+}
+
+// On returns the URL of the database that dbURL names, on server s: a
+// primary's test database as its replica serves it.
+func (s *Server) On(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return dbURL
+	}
+	own, err := url.Parse(s.URL)
+	if err != nil {
+		return dbURL
+	}
+	u.Host = own.Host
+	return u.String()
+}
+
+// CatchUp waits until replica s has replayed everything primary had
+// written when CatchUp was called.
+func (s *Server) CatchUp(ctx context.Context, primary *Server) error {
+	p, err := pgx.Connect(ctx, primary.URL)
+	if err != nil {
+		return err
+	}
+	defer p.Close(ctx)
+	var lsn string
+	if err := p.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
+		return err
+	}
+	r, err := pgx.Connect(ctx, s.URL)
+	if err != nil {
+		return err
+	}
+	defer r.Close(ctx)
+	for {
+		var done bool
+		if err := r.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn() >= $1::pg_lsn, false)", lsn).Scan(&done); err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("replica did not replay up to %s: %w", lsn, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // NewDatabase creates an empty database for one test and returns its URL.

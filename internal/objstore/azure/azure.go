@@ -12,16 +12,25 @@
 // ?endpoint= says otherwise (sovereign clouds, Azurite).
 //
 // Uploads stream as block blobs: blocks of BlockSize bytes, Concurrency in
-// flight, each staged with a CRC64 that the service verifies; the blob
+// flight, each sent with a Content-MD5 that the service verifies; the blob
 // appears only when the block list is committed, so a failed source or a
 // cancelled context leaves nothing visible (staged blocks expire on their
-// own). Create-if-absent is If-None-Match: * on the commit, answered 409
+// own).
+//
+// The checksum is MD5, not the SDK's CRC64 (x-ms-content-crc64): Azure
+// accepts both, but Azurite in its default strict mode refuses CRC64 with
+// 500 FeatureNotSupported. Falling back after a refusal is not possible for
+// a streamed body, which cannot be sent again, and probing each store first
+// costs a request and a second code path that real Azure never takes; an MD5
+// per block catches corruption in transit as well as a CRC64 does. Create-if-absent is If-None-Match: * on the commit, answered 409
 // BlobAlreadyExists (or 412) when the key is taken.
 package azure
 
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -33,6 +42,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
@@ -42,6 +52,7 @@ import (
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/retry"
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Defaults for Options, matching the S3 backend: 16 MiB blocks, four in
@@ -88,7 +99,10 @@ func New(ctx context.Context, containerName string, opts Options) (*Bucket, erro
 		// The SDK retries single requests, and so single staged blocks,
 		// from its buffers; the decorator in package retry cannot do that
 		// for a streamed body. Slightly more patient than the default 3.
-		Retry: policy.RetryOptions{MaxRetries: 4, RetryDelay: 500 * time.Millisecond, MaxRetryDelay: 16 * time.Second},
+		Retry: policy.RetryOptions{MaxRetries: 4, RetryDelay: 500 * time.Millisecond, MaxRetryDelay: 16 * time.Second,
+			ShouldRetry: shouldRetry},
+		// Before the retry and signing policies: Content-MD5 is signed.
+		PerCallPolicies: []policy.Policy{contentMD5{}},
 	}}
 	var client *azblob.Client
 	var err error
@@ -149,7 +163,12 @@ func OpenURL(ctx context.Context, u *url.URL) (*Bucket, error) {
 		case "endpoint":
 			ep, err := url.Parse(val)
 			if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
-				return nil, fmt.Errorf("azure: endpoint %q is not an http(s) URL: %w", val, objstore.ErrPermanent)
+				return nil, fmt.Errorf("azure: endpoint %s is not an http(s) URL: %w", redact.URL(val), objstore.ErrPermanent)
+			}
+			if ep.User != nil {
+				// Credentials in the endpoint would be printed with it
+				// in every error the SDK reports.
+				return nil, fmt.Errorf("azure: endpoint %s carries user info: give credentials in AZURE_STORAGE_KEY or AZURE_STORAGE_CONNECTION_STRING instead: %w", redact.URL(val), objstore.ErrPermanent)
 			}
 			opts.Endpoint = val
 		default:
@@ -184,10 +203,10 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 	if err := objstore.ValidateKey(key); err != nil {
 		return err
 	}
+	// No TransactionalValidation: contentMD5 checksums each request.
 	uo := &azblob.UploadStreamOptions{
-		BlockSize:               b.opts.BlockSize,
-		Concurrency:             b.opts.Concurrency,
-		TransactionalValidation: blob.TransferValidationTypeComputeCRC64(),
+		BlockSize:   b.opts.BlockSize,
+		Concurrency: b.opts.Concurrency,
 	}
 	if opts.ContentType != "" {
 		uo.HTTPHeaders = &blob.HTTPHeaders{BlobContentType: &opts.ContentType}
@@ -314,6 +333,8 @@ func (b *Bucket) classify(err error, conditional bool) error {
 		// AuthorizationFailure on Azurite), a missing role 403
 		// AuthorizationPermissionMismatch: name both remedies.
 		return fmt.Errorf("access denied to container %q: check AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT/AZURE_STORAGE_KEY, or the identity's role (Storage Blob Data Contributor): %w: %w", b.name, objstore.ErrPermanent, err)
+	case notSupported(status, re):
+		return fmt.Errorf("the store does not support a feature this request needs: %w: %w", objstore.ErrPermanent, err)
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
 		return fmt.Errorf("%w: %w", retry.ErrTransient, err)
 	case status >= 400:
@@ -324,6 +345,52 @@ func (b *Bucket) classify(err error, conditional bool) error {
 		return fmt.Errorf("no usable Azure identity: set AZURE_STORAGE_KEY or log in (az login, managed identity): %w: %w", objstore.ErrPermanent, err)
 	}
 	return err
+}
+
+// notSupported says whether the service refused a request for something it
+// does not implement: that answer is the same however often it is asked.
+// Azurite says 500 FeatureNotSupported, a proxy or store may say 501.
+func notSupported(status int, re *azcore.ResponseError) bool {
+	return status == http.StatusNotImplemented || (re != nil && re.ErrorCode == "FeatureNotSupported")
+}
+
+// shouldRetry is the SDK's default retry rule (transport errors and 408,
+// 429, 500, 502, 503, 504) without the refusals that notSupported names, so
+// that a store that cannot do something says so at once.
+func shouldRetry(resp *http.Response, err error) bool {
+	if err != nil {
+		return true
+	}
+	if notSupported(resp.StatusCode, &azcore.ResponseError{ErrorCode: resp.Header.Get("x-ms-error-code")}) {
+		return false
+	}
+	return runtime.HasStatusCode(resp, http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout)
+}
+
+// contentMD5 sets Content-MD5 on requests that carry blob data (Put Blob for
+// a small upload, Put Block for each block of a large one), so that the
+// service verifies what it received. Their bodies are in-memory blocks, so
+// reading them twice is cheap.
+type contentMD5 struct{}
+
+func (contentMD5) Do(req *policy.Request) (*http.Response, error) {
+	r := req.Raw()
+	comp := r.URL.Query().Get("comp")
+	// The key as the SDK writes it, not canonicalised: its shared-key
+	// signer looks the header up by that exact spelling.
+	const key = "Content-MD5"
+	if r.Method == http.MethodPut && req.Body() != nil && len(r.Header[key]) == 0 && (comp == "" || comp == "block") {
+		h := md5.New()
+		if _, err := io.Copy(h, req.Body()); err != nil {
+			return nil, fmt.Errorf("checksum request body: %w", err)
+		}
+		if err := req.RewindBody(); err != nil {
+			return nil, fmt.Errorf("checksum request body: %w", err)
+		}
+		r.Header[key] = []string{base64.StdEncoding.EncodeToString(h.Sum(nil))}
+	}
+	return req.Next()
 }
 
 func deref[T any](p *T) T {

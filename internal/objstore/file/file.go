@@ -6,10 +6,17 @@
 // Create-if-absent uses link(2), which fails when the name exists; the
 // directory is synced after every new name so that a commit survives a power
 // loss.
+//
+// Files and directories are created with the permissions the process's umask
+// allows (0666 and 0777 masked), as cp or a shell redirect would, so that a
+// reader running as another user (Spark, a BI tool) can read the lake when the
+// umask lets it.
 package file
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +32,14 @@ import (
 
 // tempPrefix names files that are not objects yet. List never shows them.
 const tempPrefix = ".hw-tmp-"
+
+// Modes before the umask. The kernel applies the umask when it creates the
+// file or directory; reading the umask ourselves would be racy (umask(2) can
+// only be read by setting it) in a multi-threaded process.
+const (
+	fileMode = 0o666
+	dirMode  = 0o777
+)
 
 // Bucket stores objects as files below a root directory.
 type Bucket struct {
@@ -42,7 +57,7 @@ func New(dir string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file destination %q: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, dirMode); err != nil {
 		return nil, fmt.Errorf("create directory %s: %w", abs, classify(err))
 	}
 	return &Bucket{root: abs}, nil
@@ -67,10 +82,10 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 	// just made may be gone before the temporary file lands in it: make it
 	// again once. Once the file is in it, the directory is not empty.
 	for attempt := 0; ; attempt++ {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		if err := os.MkdirAll(dir, dirMode); err != nil {
 			return fmt.Errorf("put %s: %w", key, classify(err))
 		}
-		if tmp, err = os.CreateTemp(dir, tempPrefix+"*"); err == nil {
+		if tmp, err = createTemp(dir); err == nil {
 			break
 		}
 		if !errors.Is(err, fs.ErrNotExist) || attempt > 0 {
@@ -109,6 +124,23 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 		return fmt.Errorf("put %s: sync directory: %w", key, classify(err))
 	}
 	return nil
+}
+
+// createTemp creates a new temporary file in dir. Unlike os.CreateTemp,
+// which always makes 0600, it passes fileMode so that the object ends up with
+// the permissions the umask allows: the file keeps its mode when it is
+// renamed or linked to its final name.
+func createTemp(dir string) (*os.File, error) {
+	var rnd [12]byte
+	for try := 0; ; try++ {
+		rand.Read(rnd[:])
+		name := filepath.Join(dir, tempPrefix+hex.EncodeToString(rnd[:]))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		if errors.Is(err, fs.ErrExist) && try < 10 {
+			continue
+		}
+		return f, err
+	}
 }
 
 func syncDir(dir string) error {
