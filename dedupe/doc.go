@@ -1,5 +1,6 @@
 // Package dedupe compacts a model's committed set into one row per primary
-// key, and vacuums the objects that no reader can see any more.
+// key. The inputs it removes stay in the store until a vacuum (package
+// vacuum) deletes them.
 //
 // A dedupe keeps, per key, the version with the greatest
 // (modified_at, _hw_version). Its output is laid out copy-on-write in

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/highwater-dev/highwater/dedupe"
-	"github.com/highwater-dev/highwater/dedupe/synth"
+	"github.com/highwater-dev/highwater/internal/synth"
 )
 
 // buildHelper compiles the one-dedupe command whose RSS is measured: the

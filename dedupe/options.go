@@ -17,7 +17,6 @@ import (
 const (
 	DefaultMemoryLimit     = 256 << 20
 	DefaultTargetFileBytes = 128 << 20
-	DefaultLookback        = 30 * time.Second
 )
 
 // ErrNoState: the model has no commits to dedupe.
@@ -37,7 +36,7 @@ type Options struct {
 	// the watermark.
 	KeepTombstones bool
 	// Lookback overrides the lookback of the model's last export plan; when
-	// nil and the log has no such plan, DefaultLookback.
+	// nil and the log has no such plan, watermark.DefaultLookback.
 	Lookback *time.Duration
 	// TempDir holds spill files; os.TempDir() when empty.
 	TempDir string

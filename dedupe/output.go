@@ -7,9 +7,9 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
@@ -30,7 +30,7 @@ type outputs struct {
 	seq       *atomic.Int64 // numbers the files of all workers
 	target    int64
 	rowGroup  int64
-	modKind   pgsource.ModKind
+	modKind   watermark.Kind
 	files     []manifest.File
 	bytesOut  int64
 	rowsOut   int64
@@ -147,7 +147,7 @@ func (o *outputs) closePart() error {
 	p := o.part
 	o.part = nil
 	if p.anyMod {
-		lo, hi := pgsource.FormatMod(o.modKind, pgsource.Mod(p.min)), pgsource.FormatMod(o.modKind, pgsource.Mod(p.max))
+		lo, hi := watermark.Format(o.modKind, watermark.Value(p.min)), watermark.Format(o.modKind, watermark.Value(p.max))
 		p.file.MinModifiedAt, p.file.MaxModifiedAt = &lo, &hi
 	}
 	if err := p.w.Close(); err != nil {

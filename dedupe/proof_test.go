@@ -22,6 +22,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/vacuum"
 )
 
 var pg pgtest.Shared
@@ -301,7 +302,7 @@ func TestCrashAndVacuum(t *testing.T) {
 	s.assertExact()
 
 	later := func() time.Time { return time.Now().Add(time.Hour) }
-	dry, err := dedupe.Vacuum(context.Background(), d, dedupe.VacuumOptions{Model: "items", OlderThan: time.Minute, DryRun: true, Now: later})
+	dry, err := vacuum.Run(context.Background(), d, vacuum.Options{Model: "items", OlderThan: time.Minute, DryRun: true, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,10 +318,10 @@ func TestCrashAndVacuum(t *testing.T) {
 		t.Fatalf("a dry run deleted files")
 	}
 	// Within the retention nothing goes.
-	if young, err := dedupe.Vacuum(context.Background(), d, dedupe.VacuumOptions{Model: "items", OlderThan: 24 * time.Hour, Now: later}); err != nil || len(young.Deleted) != 0 {
+	if young, err := vacuum.Run(context.Background(), d, vacuum.Options{Model: "items", OlderThan: 24 * time.Hour, Now: later}); err != nil || len(young.Deleted) != 0 {
 		t.Fatalf("vacuum within the retention: %+v, %v", young, err)
 	}
-	res, err := dedupe.Vacuum(context.Background(), d, dedupe.VacuumOptions{Model: "items", OlderThan: time.Minute, Now: later})
+	res, err := vacuum.Run(context.Background(), d, vacuum.Options{Model: "items", OlderThan: time.Minute, Now: later})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/vacuum"
 )
 
 // TestVacuumPrunesAbandonedRuns: the metadata of a run declared abandoned
@@ -39,7 +40,7 @@ func TestVacuumPrunesAbandonedRuns(t *testing.T) {
 	crashed := runs[len(runs)-1]
 	runDedupe(t, d, dedupe.Options{Model: "items"})
 	at := func(d time.Duration) func() time.Time { return func() time.Time { return time.Now().Add(d) } }
-	if _, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: "items", OlderThan: time.Minute, Now: at(time.Hour)}); err != nil {
+	if _, err := vacuum.Run(ctx, d, vacuum.Options{Model: "items", OlderThan: time.Minute, Now: at(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	if _, dead := readState(t, d, "items").Abandoned[crashed]; !dead {
@@ -57,7 +58,7 @@ func TestVacuumPrunesAbandonedRuns(t *testing.T) {
 	if _, done := readState(t, d, "items").Runs[unfinished]; done || unfinished == crashed {
 		t.Fatal("no unfinished run: the test proves nothing")
 	}
-	res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: "items", OlderThan: time.Hour, Now: at(3 * time.Hour)})
+	res, err := vacuum.Run(ctx, d, vacuum.Options{Model: "items", OlderThan: time.Hour, Now: at(3 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}

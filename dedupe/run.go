@@ -15,14 +15,10 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 )
-
-// ErrAbandoned: a vacuum declared this dedupe's run dead before it could
-// commit.
-var ErrAbandoned = errors.New("the run was declared abandoned")
 
 // maxRounds bounds how often a dedupe starts over because another dedupe
 // or a full refresh committed meanwhile.
@@ -122,7 +118,7 @@ type work struct {
 	bucketed map[int][]manifest.File
 	order    map[string]int // committed position of every file
 	floor    *int64         // tombstones older than this are dropped
-	modKind  pgsource.ModKind
+	modKind  watermark.Kind
 }
 
 func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*work, string, error) {
@@ -172,7 +168,7 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 			return nil, fmt.Sprintf("nothing was committed since the last dedupe (seq %d): every file is in its bucket", st.Seq), nil
 		}
 	}
-	if w.modKind, err = modKindOf(st); err != nil {
+	if w.modKind, err = st.ModifiedAtKind(); err != nil {
 		return nil, "", err
 	}
 	if !r.opts.KeepTombstones && st.Watermark != nil {
@@ -180,17 +176,20 @@ func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*wo
 		if err != nil {
 			return nil, "", err
 		}
-		wm, err := pgsource.ParseMod(w.modKind, *st.Watermark)
+		wm, err := watermark.Parse(w.modKind, *st.Watermark)
 		if err != nil {
-			return nil, "", fmt.Errorf("read the committed watermark: %w", err)
+			return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.Watermark, err)
 		}
 		floor := wm.Sub(w.modKind, lookback)
 		// A stuck transaction can hold the next run's from below the
-		// lookback: its rows could still bring older versions.
+		// lookback: its rows could still bring older versions, so an
+		// unreadable floor must not drop their tombstones.
 		if st.FromFloor != nil {
-			if ff, err := pgsource.ParseMod(w.modKind, *st.FromFloor); err == nil && ff < floor {
-				floor = ff
+			ff, err := watermark.Parse(w.modKind, *st.FromFloor)
+			if err != nil {
+				return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.FromFloor, err)
 			}
+			floor = min(floor, ff)
 		}
 		f := int64(floor)
 		w.floor = &f
@@ -218,27 +217,7 @@ func (r *runner) lookback(ctx context.Context, st *manifest.State) (time.Duratio
 		}
 		return d, nil
 	}
-	return DefaultLookback, nil
-}
-
-func modKindOf(st *manifest.State) (pgsource.ModKind, error) {
-	if st.Schema != nil {
-		for _, f := range st.Schema.Fields {
-			if f.Name != st.Identity.ModifiedAt {
-				continue
-			}
-			switch f.Logical {
-			case "DATE":
-				return pgsource.ModDate, nil
-			case "TIMESTAMP(MICROS,false)":
-				return pgsource.ModTimestamp, nil
-			case "TIMESTAMP(MICROS,true)":
-				return pgsource.ModTimestamptz, nil
-			}
-			return 0, fmt.Errorf("modified-at column %q is written as %s %s, not as a timestamp or date", f.Name, f.Physical, f.Logical)
-		}
-	}
-	return 0, fmt.Errorf("the committed schema has no modified-at column %q", st.Identity.ModifiedAt)
+	return watermark.DefaultLookback, nil
 }
 
 // round plans, rewrites and commits once. again means another dedupe or a
@@ -301,58 +280,53 @@ func (r *runner) discard(files []manifest.File) {
 	}
 }
 
+// errStartOver: the log moved so that this round's rewrite may be stale.
+var errStartOver = errors.New("the dedupe's inputs changed; starting over")
+
 // commit appends the dedupe to the log. It rebases over commits that only
 // added files, as long as every input is still committed; anything that
-// removed files means the rewrite may be stale, and it starts over.
+// removed files (manifest.Kills) means the rewrite may be stale, and it
+// starts over.
 func (r *runner) commit(ctx context.Context, w *work, p *manifest.Plan, added []manifest.File, inputs []manifest.File, res *Result) (*manifest.Commit, bool, error) {
 	removed := make([]string, len(inputs))
 	for i, f := range inputs {
 		removed[i] = f.Key
 	}
-	checked := w.base.Seq
-	for {
-		st, err := r.log.ReadState(ctx)
-		if err != nil {
-			return nil, false, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	builds := 0
+	c, _, err := r.log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
+		if builds++; builds > 1 {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
 		}
-		if _, dead := st.Abandoned[p.RunID]; dead {
-			return nil, false, fmt.Errorf("dedupe run %s: %w by a vacuum; run the dedupe again", p.RunID, ErrAbandoned)
+		err := r.log.Live(ctx, st, p)
+		switch {
+		case errors.Is(err, manifest.ErrSuperseded):
+			r.logger.Info("a commit removed files since the dedupe began; starting over", "why", err)
+			return nil, errStartOver
+		case err != nil:
+			return nil, fmt.Errorf("dedupe %s: %w; run the dedupe again", r.opts.Model, err)
 		}
-		for seq := checked + 1; seq <= st.Seq; seq++ {
-			c, err := r.log.ReadCommit(ctx, seq)
-			if err != nil {
-				return nil, false, err
-			}
-			if len(c.Removed) > 0 || c.Kind == manifest.KindDedupe || c.Kind == manifest.KindFullRefresh {
-				r.logger.Info("a commit removed files since the dedupe began; starting over", "seq", seq, "kind", c.Kind)
-				return nil, true, nil
-			}
-			res.Rebased = true
-		}
-		checked = st.Seq
+		res.Rebased = st.Seq > w.base.Seq
 		live := st.FileSet()
 		for _, f := range inputs {
 			if _, ok := live[f.Key]; !ok {
-				return nil, true, nil
+				return nil, errStartOver
 			}
 		}
-		c := &manifest.Commit{
+		return &manifest.Commit{
 			Kind: manifest.KindDedupe, RunID: p.RunID, Identity: *st.Identity,
 			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: added, Removed: removed,
 			Metrics: &manifest.Metrics{RowsTransferred: res.InputRows, Files: int64(len(added)), Bytes: res.OutputBytes},
 			Layout:  w.layout.encode(), Warnings: res.Warnings,
-		}
-		err = r.log.Commit(ctx, st, c)
-		if errors.Is(err, manifest.ErrConflict) {
-			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
-			continue
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("commit dedupe run %s: %w", p.RunID, err)
-		}
-		r.logger.Info("dedupe committed", "seq", c.Seq, "removed", len(removed), "added", len(added), "rows", res.OutputRows)
-		return c, false, nil
+		}, nil
+	})
+	if err == errStartOver {
+		return nil, true, nil
 	}
+	if err != nil {
+		return nil, false, err
+	}
+	r.logger.Info("dedupe committed", "seq", c.Seq, "removed", len(removed), "added", len(added), "rows", res.OutputRows)
+	return c, false, nil
 }
 
 type rewriteStats struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/highwater-dev/highwater/dedupe"
-	"github.com/highwater-dev/highwater/dedupe/synth"
+	"github.com/highwater-dev/highwater/internal/synth"
 )
 
 const t0 = int64(1_767_225_600_000_000) // 2026-01-01 UTC in µs

@@ -1,16 +1,14 @@
 package export_test
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/highwater-dev/highwater/export"
+	"github.com/highwater-dev/highwater/internal/laketest"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 )
 
@@ -120,28 +118,18 @@ func TestRestoredIntoNewClusterContinuesAfterFullRefresh(t *testing.T) {
 	}
 }
 
-// A log written before relation OIDs were recorded keeps working: the next
-// run adopts the OID it reads, and from then on a recreated table is caught.
+// A log written before relation OIDs and modified-at kinds were recorded
+// keeps working: the next run adopts the OID and kind it reads, and from
+// then on a recreated table is caught.
 func TestIdentityWithoutOIDIsAdopted(t *testing.T) {
 	l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01', 'n', g FROM generate_series(1, 10) g`)
 	l.mustExport(l.options())
-	// Make the commit what an older highwater wrote: no relation_oid.
-	path := filepath.Join(l.dir, l.model, "_manifests", fmt.Sprintf("%020d.json", 1))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c map[string]any
-	if err := json.Unmarshal(b, &c); err != nil {
-		t.Fatal(err)
-	}
-	delete(c["identity"].(map[string]any), "relation_oid")
-	if b, err = json.Marshal(c); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// Make the commit what an older highwater wrote: no relation_oid, no
+	// modified_at_kind.
+	laketest.EditJSON(t, l.commitPath(1), func(c map[string]any) {
+		delete(c["identity"].(map[string]any), "relation_oid")
+		delete(c["identity"].(map[string]any), "modified_at_kind")
+	})
 	if st := l.state(); st.Identity.RelationOID != 0 {
 		t.Fatalf("the rewritten log still has OID %d", st.Identity.RelationOID)
 	}
@@ -151,11 +139,11 @@ func TestIdentityWithoutOIDIsAdopted(t *testing.T) {
 	if !res.Commit.AdoptsIdentity || res.Commit.Metrics.RowsTransferred != 1 {
 		t.Fatalf("run over an OID-less log: adopts %v, %d rows", res.Commit.AdoptsIdentity, res.Commit.Metrics.RowsTransferred)
 	}
-	if st := l.state(); st.Identity.RelationOID == 0 {
-		t.Fatal("the state did not take the adopted OID")
+	if st := l.state(); st.Identity.RelationOID == 0 || st.Identity.ModifiedAtKind != "timestamptz" {
+		t.Fatalf("the state did not take the adopted OID and kind: %+v", st.Identity)
 	}
 	l.exec(`DROP TABLE items`, itemsTable)
-	_, err = l.export(l.options())
+	_, err := l.export(l.options())
 	l.wantRefreshAsked(err, 2)
 }
 
@@ -187,5 +175,28 @@ func TestSourceQueryIdentity(t *testing.T) {
 	}
 	if st := l.state(); st.Seq != 2 {
 		t.Fatalf("refused runs committed: seq %d", st.Seq)
+	}
+}
+
+// A modified-at column altered to another type leaves a watermark of the
+// old type: the run is refused, and a full refresh adopts the new kind and
+// takes its own bound as the watermark, since the old one orders nothing.
+func TestModifiedAtTypeChangeAsksFullRefresh(t *testing.T) {
+	l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01', 'n', g FROM generate_series(1, 10) g`)
+	if res := l.mustExport(l.options()); res.Commit.Identity.ModifiedAtKind != "timestamptz" {
+		t.Fatalf("kind %q recorded", res.Commit.Identity.ModifiedAtKind)
+	}
+	l.exec(`ALTER TABLE items ALTER COLUMN updated_at TYPE date`)
+	_, err := l.export(l.options())
+	l.wantRefreshAsked(err, 1)
+	opts := l.options()
+	opts.FullRefresh = true
+	res := l.mustExport(opts)
+	if !res.Commit.AdoptsIdentity || res.Commit.Identity.ModifiedAtKind != "date" || res.Commit.Watermark == nil || strings.Contains(*res.Commit.Watermark, ":") {
+		t.Fatalf("full refresh: adopts %v, kind %q, watermark %v", res.Commit.AdoptsIdentity, res.Commit.Identity.ModifiedAtKind, deref(res.Commit.Watermark))
+	}
+	l.exec(`UPDATE items SET updated_at = current_date WHERE id = 1`)
+	if res := l.mustExport(l.options()); res.Commit.Metrics.DeltaRowsTransferred != 1 {
+		t.Fatalf("incremental run after the refresh: %+v", res.Commit.Metrics)
 	}
 }

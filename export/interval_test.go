@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // TestEveryModifiedAtTypeAtEveryLookback: a row stamped by the database
@@ -16,7 +16,7 @@ import (
 // exported by the next run, whatever the modified-at type and lookback.
 func TestEveryModifiedAtTypeAtEveryLookback(t *testing.T) {
 	for _, typ := range []string{"date", "timestamp", "timestamptz", "timestamp(0)", "timestamptz(0)"} {
-		for _, lookback := range []time.Duration{0, export.DefaultLookback} {
+		for _, lookback := range []time.Duration{0, watermark.DefaultLookback} {
 			t.Run(fmt.Sprintf("%s/lookback=%s", typ, lookback), func(t *testing.T) {
 				l := newLake(t, fmt.Sprintf(`CREATE TABLE items (id bigint PRIMARY KEY, updated_at %s DEFAULT now(), name text)`, typ),
 					`INSERT INTO items (id, name) VALUES (1, 'before the first run')`)

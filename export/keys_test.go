@@ -13,6 +13,7 @@ import (
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // keyType is one type tried as a key: values are SQL literals, distinct
@@ -196,7 +197,7 @@ func (l *lake) checkEveryCursor(spec pgsource.Spec) {
 		l.t.Fatal(err)
 	}
 	nIdx := slices.IndexFunc(tbl.Columns, func(c formats.Column) bool { return c.Name == "n" })
-	rng := pgsource.Range{To: "infinity", IncludeNull: true}
+	rng := watermark.Interval{To: "infinity", IncludeNull: true}
 	scan := func(start *manifest.Cursor) (ns []int32, cursors []*manifest.Cursor) {
 		sc := src.NewScanner(tbl, m.SelectExprs(tbl.Quoted()))
 		sc.PageRows = 2
@@ -367,7 +368,7 @@ func TestNumericCursorIsNumericOut(t *testing.T) {
 	}
 	sc := src.NewScanner(tbl, tbl.Quoted()) // the id's binary value
 	n := 0
-	err = sc.Scan(ctx, pgsource.Range{To: "infinity", IncludeNull: true}, nil, func(r *pgsource.Row) error {
+	err = sc.Scan(ctx, watermark.Interval{To: "infinity", IncludeNull: true}, nil, func(r *pgsource.Row) error {
 		c, err := r.Cursor()
 		if err != nil {
 			return err

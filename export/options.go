@@ -12,6 +12,7 @@ import (
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // Errors that callers classify.
@@ -19,10 +20,11 @@ var (
 	// ErrIdentity: the destination holds state of another table, tenant or
 	// source.
 	ErrIdentity = errors.New("the destination's state belongs to another model")
-	// ErrRaceLost: another export committed after this run was planned.
+	// ErrRaceLost: another export committed after this run was planned, or
+	// another attempt of the run committed it; it wraps
+	// manifest.ErrSuperseded or manifest.ErrCommitted. A run a vacuum
+	// declared dead fails with manifest.ErrAbandoned.
 	ErrRaceLost = errors.New("another export committed first")
-	// ErrAbandoned: a vacuum declared this run dead.
-	ErrAbandoned = errors.New("the run was declared abandoned")
 	// ErrUnsafeLookback: the lookback is too short for what the source
 	// lets the upper bound see (a hot standby).
 	ErrUnsafeLookback = errors.New("lookback too short for this source")
@@ -30,7 +32,6 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultLookback        = 30 * time.Second // PostgreSQL's, as established tools use
 	DefaultTargetFileBytes = 128 << 20
 	DefaultRowGroupBytes   = 16 << 20
 	DefaultRowGroupRows    = 1_000_000
@@ -41,7 +42,7 @@ const (
 	// default's, so that a default export from a replica keeps working and
 	// a replica never silently runs with less than a primary's protection
 	// from an established tool.
-	MinReplicaLookback = DefaultLookback
+	MinReplicaLookback = watermark.DefaultLookback
 )
 
 // Options describe one export of one model.

@@ -2,8 +2,6 @@ package export
 
 import (
 	"context"
-
-	"github.com/highwater-dev/highwater/internal/pgsource"
 )
 
 // startProgress gives the progress counter what the run has done already
@@ -23,7 +21,7 @@ func (r *runner) startProgress(ctx context.Context) {
 	}
 	p := r.plan
 	sc := r.src.NewScanner(r.table, r.mapping.SelectExprs(r.table.Quoted()))
-	n, err := sc.EstimateRows(ctx, pgsource.Range{From: p.Interval.From, To: p.Interval.To, IncludeNull: p.Interval.IncludeNull})
+	n, err := sc.EstimateRows(ctx, p.Interval)
 	if err != nil {
 		r.logger.Debug("no row estimate for the progress display", "error", err.Error())
 		return

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
@@ -90,9 +90,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.id = manifest.Identity{
 		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
-		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, TenantColumn: t.TenantColumn, Tenant: t.Tenant,
+		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, ModifiedAtKind: t.ModKind.String(), TenantColumn: t.TenantColumn, Tenant: t.Tenant,
 	}
-	if t.ModKind != pgsource.ModTimestamptz {
+	if t.ModKind != watermark.Timestamptz {
 		r.id.TimeZone = tz
 	}
 	st, err := r.log.ReadState(ctx)
@@ -145,8 +145,10 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 // Two cases adopt. A full refresh of the same model read from another
 // incarnation of the source (another cluster, the table recreated or
 // restored): it rebuilds the whole baseline, so the old watermark no longer
-// matters. And a state written before relation OIDs were recorded: its
-// identity has none, and this run's fills it in. Refusing that instead
+// matters. And a state written before relation OIDs and modified-at kinds
+// were recorded: its identity has none, and this run's fills them in. A
+// kind changed since is still caught, by the watermark that no longer
+// reads as the column's type. Refusing that instead
 // would send every model to a full refresh on upgrade with nothing to show
 // that its table changed; a table recreated before the upgrade goes
 // unnoticed, as it did then, and every change after it is caught.
@@ -157,10 +159,10 @@ func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 	old := *st.Identity
 	d := old.Diff(r.id)
 	switch {
-	case d == "":
-		return false, nil
 	case old.Completes(r.id):
 		return true, nil
+	case d == "":
+		return false, nil
 	case old.SameModel(r.id) && r.opts.FullRefresh:
 		return true, nil
 	case old.SameModel(r.id):
@@ -181,23 +183,22 @@ func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
 	kind := r.opts.kind()
 	for i := len(runs) - 1; i >= 0; i-- {
 		id := runs[i]
-		if _, done := st.Runs[id]; done {
-			continue
-		}
-		if _, dead := st.Abandoned[id]; dead {
+		if st.Ended(id) != nil {
 			continue
 		}
 		p, err := r.log.ReadPlan(ctx, id)
 		if err != nil {
 			return false, err
 		}
-		if manifest.MovesWatermark(kind) && manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			// An export committed since this plan, and since every older
-			// plan, was made: none of them can commit any more.
-			return false, nil
-		}
 		if p.Kind != kind || p.Identity.Diff(r.id) != "" {
 			continue
+		}
+		if err := r.log.Live(ctx, st, p); errors.Is(err, manifest.ErrSuperseded) {
+			// What killed this plan came after every older plan of its
+			// kind was made too: none of them can commit any more.
+			return false, nil
+		} else if err != nil {
+			return false, err
 		}
 		if kind == manifest.KindBackfill && !r.sameWindow(ctx, p) {
 			continue
@@ -247,8 +248,11 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	}
 	p := &manifest.Plan{
 		RunID: manifest.NewRunID(time.Now()), Model: r.opts.Model, Kind: kind, Identity: r.id,
-		ToBound: bound.Kind, ToBoundDetail: bound.Detail, PrevWatermark: st.Watermark,
+		ToBound: bound.Kind, ToBoundDetail: bound.Detail,
 		BaseSeq: st.Seq, Lookback: r.opts.Lookback.String(), HWVersion: bound.Now, Created: time.Now().UTC(),
+	}
+	if r.sameKind(st) {
+		p.PrevWatermark = st.Watermark
 	}
 	if bound.Watermark != bound.To {
 		p.Watermark = bound.Watermark
@@ -281,26 +285,30 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	case st.Watermark == nil:
 		p.Interval = manifest.Interval{To: bound.To, IncludeNull: true}
 	default:
-		wm, err := pgsource.ParseMod(t.ModKind, *st.Watermark)
+		wm, err := watermark.Parse(t.ModKind, *st.Watermark)
 		if err != nil {
-			return fmt.Errorf("read the committed watermark: %w", err)
+			return fmt.Errorf("read the committed watermark %q: %w", *st.Watermark, err)
 		}
 		from := wm.Sub(t.ModKind, r.opts.Lookback)
 		if st.FromFloor != nil {
-			if floor, err := pgsource.ParseMod(t.ModKind, *st.FromFloor); err == nil && floor < from {
-				from = floor
+			// The floor holds from below a transaction still open at the
+			// last run: ignoring an unreadable one would skip its rows.
+			floor, err := watermark.Parse(t.ModKind, *st.FromFloor)
+			if err != nil {
+				return fmt.Errorf("read the committed watermark %q: %w", *st.FromFloor, err)
 			}
+			from = min(from, floor)
 		}
-		if t.ModKind == pgsource.ModTimestamp {
+		if t.ModKind == watermark.Timestamp {
 			from = r.widenForFallBack(tz, from, time.UnixMicro(bound.Now))
 		}
-		if t.ModKind == pgsource.ModDate && bound.WatermarkMod < from {
+		if t.ModKind == watermark.Date && bound.WatermarkMod < from {
 			// The bound's day can still receive rows, whatever an older
 			// version (whose date watermark was the end of the day) or a
 			// clock stepped back committed.
 			from = bound.WatermarkMod
 		}
-		f := pgsource.FormatMod(t.ModKind, from)
+		f := watermark.Format(t.ModKind, from)
 		p.Interval = manifest.Interval{From: &f, To: bound.To}
 		if bound.WatermarkMod < wm {
 			r.warnf("the source clock (%s) is behind the committed watermark (%s): the watermark stays", bound.Watermark, *st.Watermark)
@@ -312,11 +320,17 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 		// yet when the run before the first that saw it was planned, so
 		// that run's bound was at or below its start: from stays at or below
 		// this run's from until no prepared transaction is left.
-		floor := pgsource.FormatMod(t.ModKind, math.MinInt64)
+		floor := watermark.Format(t.ModKind, watermark.NegInfinity)
 		if p.Interval.From != nil {
 			floor = *p.Interval.From
 		}
-		if p.FromFloor == nil || r.below(floor, *p.FromFloor) {
+		lower := p.FromFloor == nil
+		if !lower {
+			if lower, err = r.below(floor, *p.FromFloor); err != nil {
+				return err
+			}
+		}
+		if lower {
 			p.FromFloor = &floor
 		}
 	}
@@ -332,44 +346,14 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 }
 
 // widenForFallBack lowers a naive from when the zone's clocks fell back
-// between from and now: rows stamped in the repeated hour carry wall times
-// below from. A naive from is ambiguous inside the repeated hour itself, so
-// it is taken at its earliest reading, which widens the most.
-func (r *runner) widenForFallBack(tz string, from pgsource.Mod, now time.Time) pgsource.Mod {
+// between from and now (see watermark.WidenForFallBack).
+func (r *runner) widenForFallBack(tz string, from watermark.Value, now time.Time) watermark.Value {
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
 		r.warnf("time zone %q is unknown to highwater, so a daylight-saving fall-back is not widened for: %v", tz, err)
 		return from
 	}
-	if d := earliestOffset(from, loc) - offsetAt(now, loc); d > 0 {
-		return from - pgsource.Mod(int64(d)*1_000_000)
-	}
-	return from
-}
-
-// earliestOffset is the largest UTC offset under which the naive wall time
-// occurs in loc: the offset of its first occurrence.
-func earliestOffset(wall pgsource.Mod, loc *time.Location) int {
-	asUTC := time.UnixMicro(int64(wall)).UTC()
-	best, found := 0, false
-	// The offsets in force within a few hours either side include every
-	// reading of an ambiguous wall time.
-	for _, probe := range []time.Duration{-6 * time.Hour, 0, 6 * time.Hour} {
-		off := offsetAt(asUTC.Add(probe), loc)
-		instant := asUTC.Add(-time.Duration(off) * time.Second)
-		if offsetAt(instant, loc) == off && (!found || off > best) {
-			best, found = off, true
-		}
-	}
-	if !found {
-		return offsetAt(asUTC, loc) // a wall time skipped by a spring-forward
-	}
-	return best
-}
-
-func offsetAt(t time.Time, loc *time.Location) int {
-	_, off := t.In(loc).Zone()
-	return off
+	return watermark.WidenForFallBack(from, loc, now)
 }
 
 func deref(s *string) string {
@@ -392,22 +376,32 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	}
 	p := r.plan
 	t := r.table
-	var prevWM, from, toMod *pgsource.Mod
+	// The bounds the rows are counted against.
+	parse := func(lit *string) (*watermark.Value, error) {
+		if lit == nil {
+			return nil, nil
+		}
+		v, err := watermark.Parse(t.ModKind, *lit)
+		if err != nil {
+			return nil, fmt.Errorf("read the committed watermark %q: %w", *lit, err)
+		}
+		return &v, nil
+	}
+	var prevWM, from, toMod *watermark.Value
+	var err error
 	if p.Interval.IncludeBeyondTo {
 		// The rows beyond to are read, and counted as they pass.
-		if m, err := pgsource.ParseMod(t.ModKind, p.Interval.To); err == nil {
-			toMod = &m
+		if toMod, err = parse(&p.Interval.To); err != nil {
+			return metrics, nil, err
 		}
 	}
-	if p.PrevWatermark != nil && p.Kind != manifest.KindBackfill {
-		if m, err := pgsource.ParseMod(t.ModKind, *p.PrevWatermark); err == nil {
-			prevWM = &m
+	if p.Kind != manifest.KindBackfill {
+		if prevWM, err = parse(p.PrevWatermark); err != nil {
+			return metrics, nil, err
 		}
 	}
-	if p.Interval.From != nil {
-		if m, err := pgsource.ParseMod(t.ModKind, *p.Interval.From); err == nil {
-			from = &m
-		}
+	if from, err = parse(p.Interval.From); err != nil {
+		return metrics, nil, err
 	}
 	sc := r.src.NewScanner(t, r.mapping.SelectExprs(t.Quoted()))
 	sc.PageRows = r.opts.PageRows
@@ -447,7 +441,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 				return nil
 			}
 		}
-		var lastMod pgsource.Mod
+		var lastMod watermark.Value
 		var lastNull bool
 		send := func(row *pgsource.Row) error {
 			last, err := row.Cursor()
@@ -456,7 +450,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 			}
 			b.last = last
 			if !lastNull {
-				m := pgsource.FormatMod(t.ModKind, lastMod)
+				m := watermark.Format(t.ModKind, lastMod)
 				b.maxMod = &m
 			}
 			select {
@@ -467,8 +461,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 			b = nil
 			return nil
 		}
-		rng := pgsource.Range{From: p.Interval.From, To: p.Interval.To, IncludeNull: p.Interval.IncludeNull, IncludeBeyondTo: p.Interval.IncludeBeyondTo}
-		err := sc.Scan(ctx, rng, start,
+		err := sc.Scan(ctx, p.Interval, start,
 			func(row *pgsource.Row) error {
 				if b == nil {
 					if b = take(); b == nil {
@@ -504,7 +497,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					m.RowsNullModifiedAt++
 				} else {
 					if b.minMod == nil {
-						s := pgsource.FormatMod(t.ModKind, row.Mod)
+						s := watermark.Format(t.ModKind, row.Mod)
 						b.minMod = &s
 					}
 					if toMod != nil && row.Mod >= *toMod {
@@ -527,7 +520,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		if err == nil && b != nil && len(b.rows) > 0 {
 			if b.last, err = sc.LastCursor(); err == nil {
 				if !lastNull {
-					m := pgsource.FormatMod(t.ModKind, lastMod)
+					m := watermark.Format(t.ModKind, lastMod)
 					b.maxMod = &m
 				}
 				select {
@@ -540,7 +533,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		readErr <- err
 	}()
 
-	files, metrics, err := r.writeFiles(ctx, batches, free, readErr, files, metrics)
+	files, metrics, err = r.writeFiles(ctx, batches, free, readErr, files, metrics)
 	if err != nil {
 		return metrics, nil, err
 	}
@@ -669,28 +662,21 @@ func (r *runner) fileMetadata() map[string]string {
 }
 
 // commit appends the run to the log. It rebases over commits that leave
-// the watermark alone, and gives up when another export moved it.
+// its plan live (manifest.Kills), and gives up when one killed it.
 func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (*manifest.Commit, *manifest.State, error) {
 	p := r.plan
 	r.opts.Failpoint("before-commit")
-	for {
-		st, err := r.log.ReadState(ctx)
-		if err != nil {
-			return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	builds := 0
+	c, st, err := r.log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
+		if builds++; builds > 1 {
+			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
 		}
 		adopt, err := r.checkIdentity(st)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		if _, dead := st.Abandoned[p.RunID]; dead {
-			return nil, nil, fmt.Errorf("run %s: %w by a vacuum; run the export again", p.RunID, ErrAbandoned)
-		}
-		if seq, done := st.Runs[p.RunID]; done {
-			return nil, nil, fmt.Errorf("run %s was committed at seq %d by another attempt: %w", p.RunID, seq, ErrRaceLost)
-		}
-		if manifest.MovesWatermark(p.Kind) && st.LastWatermarkSeq > p.BaseSeq {
-			return nil, nil, fmt.Errorf("%w: seq %d moved the watermark of %s after run %s was planned on seq %d; its plan is abandoned, run the export again",
-				ErrRaceLost, st.LastWatermarkSeq, r.opts.Model, p.RunID, p.BaseSeq)
+		if err := r.log.Live(ctx, st, p); err != nil {
+			return nil, deadRun(err)
 		}
 		c := &manifest.Commit{
 			Kind: p.Kind, RunID: p.RunID, Identity: r.id, AdoptsIdentity: adopt, Interval: &p.Interval, ToBound: p.ToBound, ToBoundDetail: p.ToBoundDetail,
@@ -698,7 +684,9 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 			Warnings: r.warn,
 		}
 		if manifest.MovesWatermark(p.Kind) {
-			c.Watermark = r.advance(st.Watermark, cmp.Or(p.Watermark, p.Interval.To))
+			if c.Watermark, err = r.advance(st, cmp.Or(p.Watermark, p.Interval.To)); err != nil {
+				return nil, err
+			}
 			// This run's observation: nil clears the floor once the stuck
 			// transaction has ended.
 			c.FromFloor = p.FromFloor
@@ -708,37 +696,72 @@ func (r *runner) commit(ctx context.Context, metrics manifest.Metrics, files []m
 				c.Removed = append(c.Removed, f.Key)
 			}
 		}
-		err = r.log.Commit(ctx, st, c)
-		if errors.Is(err, manifest.ErrConflict) {
-			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
-			continue
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("commit run %s: %w", p.RunID, err)
-		}
-		r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
-		return c, st, nil
+		return c, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	r.logger.Info("committed", "seq", c.Seq, "watermark", deref(c.Watermark), "files", len(files), "rows", metrics.RowsTransferred)
+	return c, st, nil
 }
 
-// below reports whether the literal a lies before b; unreadable literals
-// never do.
-func (r *runner) below(a, b string) bool {
-	am, err1 := pgsource.ParseMod(r.table.ModKind, a)
-	bm, err2 := pgsource.ParseMod(r.table.ModKind, b)
-	return err1 == nil && err2 == nil && am < bm
+// deadRun says what a script does about a plan the log made dead: a run
+// that another export or attempt overtook lost the race (exit 4, rerun);
+// one that a vacuum declared abandoned is run again.
+func deadRun(err error) error {
+	switch {
+	case errors.Is(err, manifest.ErrSuperseded):
+		return fmt.Errorf("%w: %w; its plan is abandoned, run the export again", ErrRaceLost, err)
+	case errors.Is(err, manifest.ErrCommitted):
+		return fmt.Errorf("%w: %w by another attempt", ErrRaceLost, err)
+	case errors.Is(err, manifest.ErrAbandoned):
+		return fmt.Errorf("%w; run the export again", err)
+	}
+	return err
 }
 
-// advance returns the watermark after a run to to: never backwards.
-func (r *runner) advance(prev *string, to string) *string {
-	if prev == nil {
-		return &to
+// below reports whether the literal a lies before b.
+func (r *runner) below(a, b string) (bool, error) {
+	am, err := watermark.Parse(r.table.ModKind, a)
+	if err != nil {
+		return false, fmt.Errorf("read the floor %q: %w", a, err)
+	}
+	bm, err := watermark.Parse(r.table.ModKind, b)
+	if err != nil {
+		return false, fmt.Errorf("read the committed floor %q: %w", b, err)
+	}
+	return am < bm, nil
+}
+
+// sameKind reports whether the committed watermark is a literal of this
+// run's modified-at type. It is not after the column changed type, which
+// only a full refresh may follow (see checkIdentity): the old watermark
+// orders nothing of the new type. A kind that cannot be told is taken as
+// the same, and the watermark's parse says whether it is.
+func (r *runner) sameKind(st *manifest.State) bool {
+	old, err := st.ModifiedAtKind()
+	return err != nil || old == r.table.ModKind
+}
+
+// advance returns the watermark after a run to to: never backwards. It
+// refuses a watermark it cannot read rather than guess which way is
+// forward.
+func (r *runner) advance(st *manifest.State, to string) (*string, error) {
+	prev := st.Watermark
+	if prev == nil || !r.sameKind(st) {
+		return &to, nil
 	}
 	kind := r.table.ModKind
-	pm, err1 := pgsource.ParseMod(kind, *prev)
-	tm, err2 := pgsource.ParseMod(kind, to)
-	if err1 == nil && err2 == nil && tm < pm {
-		return prev
+	pm, err := watermark.Parse(kind, *prev)
+	if err != nil {
+		return nil, fmt.Errorf("read the committed watermark %q: %w", *prev, err)
 	}
-	return &to
+	tm, err := watermark.Parse(kind, to)
+	if err != nil {
+		return nil, fmt.Errorf("read the planned watermark %q: %w", to, err)
+	}
+	if tm < pm {
+		return prev, nil
+	}
+	return &to, nil
 }

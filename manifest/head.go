@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -126,4 +127,24 @@ func (l *Log) Head(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return ls.Head()
+}
+
+// ListModels finds the models in b by their logs: a model is a prefix
+// whose _manifests/ holds a commit or a state checkpoint. Sorted.
+func ListModels(ctx context.Context, b objstore.Bucket) ([]string, error) {
+	seen := map[string]bool{}
+	err := b.List(ctx, "", func(a objstore.Attrs) error {
+		dir, name := path.Split(a.Key)
+		model, ok := strings.CutSuffix(dir, "/_manifests/")
+		if _, _, isLog := parseLogName(name); ok && isLog && model != "" {
+			seen[model] = true
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	models := slices.Collect(maps.Keys(seen))
+	slices.Sort(models)
+	return models, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,32 @@ import (
 // meant to write, so this attempt must stop.
 var ErrChainTaken = errors.New("another attempt of this run extended its checkpoint chain first")
 
-func (l *Log) planKey(runID string) string { return l.Key("_runs", runID, "plan.json") }
+// Keys of runs, relative to the model's root:
+//
+//	_runs/<run-id>/plan.json
+//	_runs/<run-id>/ckpt-<n>.json
+//	data/<run-id>/<attempt-id>/part-<n>.parquet
+//
+// Each builder has its parser beside it, the exact inverse: a key it would
+// not have built is not ok.
+const planName = "plan.json"
+
+func planKey(runID string) string { return path.Join("_runs", runID, planName) }
+
+// parsePlanKey reads a key built by planKey.
+func parsePlanKey(key string) (runID string, ok bool) {
+	rest, ok := strings.CutPrefix(key, "_runs/")
+	if !ok {
+		return "", false
+	}
+	runID, ok = strings.CutSuffix(rest, "/"+planName)
+	if !ok || planKey(runID) != key || strings.Contains(runID, "/") {
+		return "", false
+	}
+	return runID, true
+}
+
+func (l *Log) planKey(runID string) string { return l.Key(planKey(runID)) }
 
 func ckptName(n int) string { return fmt.Sprintf("ckpt-%06d.json", n) }
 
@@ -25,6 +51,26 @@ func ckptName(n int) string { return fmt.Sprintf("ckpt-%06d.json", n) }
 // model's root. Keys of one attempt sort in the order they were written.
 func DataKey(runID, attemptID string, n int) string {
 	return path.Join("data", runID, attemptID, fmt.Sprintf("part-%06d.parquet", n))
+}
+
+// ParseDataKey reads a key built by DataKey. ok is false for any other key.
+func ParseDataKey(key string) (runID, attemptID string, n int, ok bool) {
+	rest, ok := strings.CutPrefix(key, "data/")
+	if !ok {
+		return "", "", 0, false
+	}
+	runID, rest, ok1 := strings.Cut(rest, "/")
+	attemptID, name, ok2 := strings.Cut(rest, "/")
+	digits, ok3 := strings.CutPrefix(name, "part-")
+	digits, ok4 := strings.CutSuffix(digits, ".parquet")
+	if !ok1 || !ok2 || !ok3 || !ok4 || strings.Trim(digits, "0123456789") != "" {
+		return "", "", 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 1 || DataKey(runID, attemptID, n) != key {
+		return "", "", 0, false
+	}
+	return runID, attemptID, n, true
 }
 
 // WritePlan stores a new run's plan, create-if-absent.
@@ -60,10 +106,9 @@ func (l *Log) ReadPlan(ctx context.Context, runID string) (*Plan, error) {
 // ListRuns returns the ids of every run with a plan, oldest first.
 func (l *Log) ListRuns(ctx context.Context) ([]string, error) {
 	var runs []string
-	prefix := l.Key("_runs") + "/"
-	err := l.bucket.List(ctx, prefix, func(a objstore.Attrs) error {
-		rest := strings.TrimPrefix(a.Key, prefix)
-		if id, ok := strings.CutSuffix(rest, "/plan.json"); ok && !strings.Contains(id, "/") {
+	root := l.Key() + "/"
+	err := l.bucket.List(ctx, l.Key("_runs")+"/", func(a objstore.Attrs) error {
+		if id, ok := parsePlanKey(strings.TrimPrefix(a.Key, root)); ok {
 			runs = append(runs, id)
 		}
 		return nil

@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // State is the fold of a model's commit log up to Seq.
@@ -35,6 +38,35 @@ type State struct {
 	// Layout is the dedupe layout as its commit recorded it, a JSON object.
 	// Checkpoints before it was one held it base64-encoded (see fixLayout).
 	Layout json.RawMessage `json:"layout,omitempty"`
+}
+
+// ModifiedAtKind is the kind of the committed modified-at column: the
+// identity's, or, in a log written before the identity recorded it, the
+// one its Parquet type says.
+func (st *State) ModifiedAtKind() (watermark.Kind, error) {
+	if st.Identity == nil {
+		return 0, errors.New("the log has no commits")
+	}
+	if k := st.Identity.ModifiedAtKind; k != "" {
+		return watermark.ParseKind(k)
+	}
+	if st.Schema != nil {
+		for _, f := range st.Schema.Fields {
+			if f.Name != st.Identity.ModifiedAt {
+				continue
+			}
+			switch f.Logical {
+			case "DATE":
+				return watermark.Date, nil
+			case "TIMESTAMP(MICROS,false)":
+				return watermark.Timestamp, nil
+			case "TIMESTAMP(MICROS,true)":
+				return watermark.Timestamptz, nil
+			}
+			return 0, fmt.Errorf("modified-at column %q is written as %s %s, not as a timestamp or date", f.Name, f.Physical, f.Logical)
+		}
+	}
+	return 0, fmt.Errorf("the committed schema has no modified-at column %q", st.Identity.ModifiedAt)
 }
 
 // SchemaChange is one step of a model's schema history.

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // FormatVersion is the version of the state written by this build;
@@ -79,12 +80,16 @@ type Identity struct {
 	// recreated under the same name, or restored from a dump, gets another.
 	// (Its relfilenode would not do: TRUNCATE and VACUUM FULL change it.)
 	// 0 for a source_query, and in commits written before it was recorded.
-	RelationOID  uint32   `json:"relation_oid,omitempty"`
-	QueryHash    string   `json:"source_query_sha256,omitempty"`
-	PrimaryKey   []string `json:"primary_key"`
-	ModifiedAt   string   `json:"modified_at"`
-	TenantColumn string   `json:"tenant_column,omitempty"`
-	Tenant       *string  `json:"tenant,omitempty"`
+	RelationOID uint32   `json:"relation_oid,omitempty"`
+	QueryHash   string   `json:"source_query_sha256,omitempty"`
+	PrimaryKey  []string `json:"primary_key"`
+	ModifiedAt  string   `json:"modified_at"`
+	// ModifiedAtKind is the column's watermark.Kind, in its String form:
+	// a watermark is a literal of that type. Empty in commits written
+	// before it was recorded.
+	ModifiedAtKind string  `json:"modified_at_kind,omitempty"`
+	TenantColumn   string  `json:"tenant_column,omitempty"`
+	Tenant         *string `json:"tenant,omitempty"`
 	// TimeZone interprets a naive timestamp modified-at column.
 	TimeZone string `json:"time_zone,omitempty"`
 }
@@ -116,6 +121,8 @@ func (id Identity) Diff(other Identity) string {
 		return fmt.Sprintf("primary key %v, not %v", id.PrimaryKey, other.PrimaryKey)
 	case id.ModifiedAt != other.ModifiedAt:
 		return fmt.Sprintf("modified-at column %q, not %q", id.ModifiedAt, other.ModifiedAt)
+	case id.ModifiedAtKind != "" && other.ModifiedAtKind != "" && id.ModifiedAtKind != other.ModifiedAtKind:
+		return fmt.Sprintf("modified-at column %q of type %s, not %s", id.ModifiedAt, id.ModifiedAtKind, other.ModifiedAtKind)
 	case id.TenantColumn != other.TenantColumn:
 		return fmt.Sprintf("tenant column %q, not %q", id.TenantColumn, other.TenantColumn)
 	case str(id.Tenant) != str(other.Tenant):
@@ -129,42 +136,40 @@ func (id Identity) Diff(other Identity) string {
 // SameModel reports whether other is the model of id, perhaps read from
 // another incarnation of its source: a cluster restored or upgraded into a
 // new one (another system identifier), or the table dropped and recreated
-// or restored from a dump (another OID). Such a source may be continued
-// only by a full refresh, which adopts its identity: the watermark says
-// nothing about the rows of the new incarnation.
+// or restored from a dump (another OID), or its modified-at column
+// altered to another type (which may add or drop the time zone that reads
+// it). Such a source may be continued only by a full refresh, which adopts
+// its identity: the watermark says nothing about the rows of the new
+// incarnation.
 func (id Identity) SameModel(other Identity) bool {
+	if id.ModifiedAtKind != "" && other.ModifiedAtKind != "" && id.ModifiedAtKind != other.ModifiedAtKind {
+		other.ModifiedAtKind, other.TimeZone = id.ModifiedAtKind, id.TimeZone
+	}
 	other.SystemID, other.RelationOID = id.SystemID, id.RelationOID
 	return id.Diff(other) == ""
 }
 
-// Completes reports whether other is id with the relation's OID filled
-// in where id, written before OIDs were recorded, has none.
+// Completes reports whether other is id with the fields that id, written
+// before they were recorded, lacks filled in: the relation's OID, the
+// modified-at kind.
 func (id Identity) Completes(other Identity) bool {
-	if id.RelationOID != 0 || other.RelationOID == 0 {
-		return false
+	filled := false
+	if id.RelationOID == 0 && other.RelationOID != 0 {
+		id.RelationOID, filled = other.RelationOID, true
 	}
-	id.RelationOID = other.RelationOID
-	return id.Diff(other) == ""
+	if id.ModifiedAtKind == "" && other.ModifiedAtKind != "" {
+		id.ModifiedAtKind, filled = other.ModifiedAtKind, true
+	}
+	return filled && id.Diff(other) == ""
 }
 
-// Interval is the half-open range [From, To) of the modified-at column that
-// a run reads. Values are PostgreSQL literals in the column's own type.
-type Interval struct {
-	From *string `json:"from"` // nil: no lower bound
-	To   string  `json:"to"`
-	// IncludeNull: rows whose modified-at is NULL are read too (first run and
-	// full refresh).
-	IncludeNull bool `json:"include_null,omitempty"`
-	// IncludeBeyondTo: rows stamped at or after To are read too (a full
-	// refresh, which replaces every earlier file, reads every stamp).
-	IncludeBeyondTo bool `json:"include_beyond_to,omitempty"`
-}
-
-// Cursor is a position in (modified_at, pk...) order.
-type Cursor struct {
-	ModifiedAt *string  `json:"modified_at"` // nil for a row with NULL modified-at
-	Key        []string `json:"key"`
-}
+// Interval is the half-open range of the modified-at column that a run
+// reads; Cursor is a position in (modified_at, pk...) order. Both are the
+// watermark package's, so that there is one rule for what they mean.
+type (
+	Interval = watermark.Interval
+	Cursor   = watermark.Cursor
+)
 
 // Metrics are counted by every export.
 type Metrics struct {

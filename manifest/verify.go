@@ -195,10 +195,7 @@ func (l *Log) verifyChains(ctx context.Context, st *State, bad func(string, ...a
 		return 0, err
 	}
 	for _, id := range runs {
-		if _, done := st.Runs[id]; done {
-			continue
-		}
-		if _, dead := st.Abandoned[id]; dead {
+		if st.Ended(id) != nil {
 			continue
 		}
 		chain, err := l.ReadChain(ctx, id)

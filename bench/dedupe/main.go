@@ -32,8 +32,8 @@ import (
 	"time"
 
 	_ "github.com/duckdb/duckdb-go/v2"
-	"github.com/highwater-dev/highwater/dedupe/synth"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/synth"
 	"github.com/highwater-dev/highwater/manifest"
 )
 

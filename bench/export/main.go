@@ -54,6 +54,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -579,7 +580,7 @@ func profile(ctx context.Context, cfg config, dbURL string, n int) error {
 	if cfg.memProfile != "" {
 		runtime.MemProfileRate = 64 << 10
 	}
-	opts := export.Options{Model: "t", Lookback: export.DefaultLookback,
+	opts := export.Options{Model: "t", Lookback: watermark.DefaultLookback,
 		Source: pgsource.Spec{Table: "public.t", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}}
 	if err := pprof.StartCPUProfile(f); err != nil {
 		return err

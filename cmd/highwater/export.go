@@ -16,6 +16,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/config"
 	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 func cmdExport(env *environment) *cobra.Command {
@@ -57,7 +58,7 @@ others, and a summary on stdout names every instance that failed, with its reaso
 		pk          = fs.String("primary-key", "", "primary key `COL[,COL]`")
 		modifiedAt  = fs.String("modified-at", "", "modified-at `COL`umn (timestamptz, timestamp or date)")
 		dest        = fs.String("dest", "", "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix")
-		lookback    = fs.Duration("lookback", export.DefaultLookback, "re-read this much below the watermark")
+		lookback    = fs.Duration("lookback", watermark.DefaultLookback, "re-read this much below the watermark")
 		tenantCol   = fs.String("tenant-column", "", "tenant `COL`umn")
 		ff          fleetFlags
 		fullRefresh = fs.Bool("full-refresh", false, "read every row and replace every earlier file")
@@ -124,7 +125,7 @@ others, and a summary on stdout names every instance that failed, with its reaso
 				}
 				name = defaultModelName(*table)
 			}
-			o := export.Options{Model: name, Lookback: export.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
+			o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
 			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol}
 			switch len(ff.tenants) {
 			case 0:
@@ -243,7 +244,7 @@ func checkOptions(o *export.Options, destURL string) error {
 
 func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error) {
 	t := cfg.Defaults.Merge(m.Tuning)
-	o := export.Options{Model: m.Name, Lookback: export.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone, Compression: t.Compression}
+	o := export.Options{Model: m.Name, Lookback: watermark.DefaultLookback, PageRows: t.PageRows, TimeZone: t.TimeZone, Compression: t.Compression}
 	if d, _ := t.LookbackDuration(); d >= 0 {
 		o.Lookback = d
 	}

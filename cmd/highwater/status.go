@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path"
-	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -16,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/highwater-dev/highwater/internal/fleet"
-	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
@@ -86,7 +83,7 @@ object per commit per line (docs/cli.md describes its fields).`,
 			defer d.Close()
 			models := []string{lake.model}
 			if lake.model == "" {
-				if models, err = listModels(ctx, d); err != nil {
+				if models, err = manifest.ListModels(ctx, d); err != nil {
 					return err
 				}
 				if len(models) == 0 {
@@ -171,26 +168,6 @@ object per commit per line (docs/cli.md describes its fields).`,
 		return printErr
 	}
 	return cmd
-}
-
-// listModels finds the models at a destination by their logs.
-func listModels(ctx context.Context, d objstore.Bucket) ([]string, error) {
-	seen := map[string]bool{}
-	err := d.List(ctx, "", func(a objstore.Attrs) error {
-		if dir, file := path.Split(a.Key); strings.HasSuffix(dir, "/_manifests/") && strings.HasSuffix(file, ".json") {
-			seen[strings.TrimSuffix(dir, "/_manifests/")] = true
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	var models []string
-	for m := range seen {
-		models = append(models, m)
-	}
-	sort.Strings(models)
-	return models, nil
 }
 
 func cmdFiles(env *environment) *cobra.Command {

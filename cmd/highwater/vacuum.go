@@ -6,8 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/vacuum"
 )
 
 func cmdVacuum(env *environment) *cobra.Command {
@@ -41,7 +41,7 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			}
 			defer d.Close()
 			pr, stop := env.showProgress(lake.model, countObjects)
-			res, err := dedupe.Vacuum(ctx, d, dedupe.VacuumOptions{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
+			res, err := vacuum.Run(ctx, d, vacuum.Options{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
 				Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
 			stop()
 			if err != nil {

@@ -23,6 +23,11 @@ var (
 	// ErrPermanent marks errors that no retry can fix: access denied,
 	// bad credentials, no such bucket, invalid request.
 	ErrPermanent = errors.New("permanent storage error")
+	// ErrTransient marks an error that a backend knows to be worth
+	// retrying, such as a 503 or a throttling answer. Backends wrap it next
+	// to the provider's error: fmt.Errorf("%w: %w", objstore.ErrTransient,
+	// err); the retry decorator retries it.
+	ErrTransient = errors.New("transient storage error")
 )
 
 // Attrs describes a stored object.

@@ -3,6 +3,7 @@ package pgsource
 import (
 	"context"
 	"fmt"
+	"github.com/highwater-dev/highwater/watermark"
 	"strings"
 	"time"
 )
@@ -14,12 +15,12 @@ type Bound struct {
 	// modified-at type. For a date column it is the day after the bound's
 	// day, so that the rows of that day written so far are read now.
 	To  string
-	Mod Mod
+	Mod watermark.Value
 	// Watermark is what a run to this bound commits as the next from: To,
 	// except for a date column, where it is the bound's day itself, which
 	// can still receive rows and so is read again by the next run.
 	Watermark    string
-	WatermarkMod Mod
+	WatermarkMod watermark.Value
 	// Now is the server's clock in µs since the epoch, used as the run's
 	// _hw_version.
 	Now int64
@@ -193,10 +194,10 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		return Bound{}, fmt.Errorf("read the source clock: %w", err)
 	}
 	b.Mod = b.WatermarkMod
-	if t.ModKind == ModDate {
+	if t.ModKind == watermark.Date {
 		b.Mod++
 	}
-	b.To, b.Watermark = FormatMod(t.ModKind, b.Mod), FormatMod(t.ModKind, b.WatermarkMod)
+	b.To, b.Watermark = watermark.Format(t.ModKind, b.Mod), watermark.Format(t.ModKind, b.WatermarkMod)
 	if stuckAt != nil {
 		raw, err := s.asModType(ctx, t, tz, *stuckAt)
 		if err != nil {
@@ -206,7 +207,7 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		if err != nil {
 			return Bound{}, fmt.Errorf("read the stuck transaction's start: %w", err)
 		}
-		f := FormatMod(t.ModKind, m)
+		f := watermark.Format(t.ModKind, m)
 		b.StuckSince = &f
 	}
 	return b, nil
@@ -219,14 +220,14 @@ func (s *Source) asModType(ctx context.Context, t *Table, tz string, ts time.Tim
 	var expr string
 	args := []any{pgxBinary, ts}
 	switch t.ModKind {
-	case ModTimestamptz:
+	case watermark.Timestamptz:
 		expr = "$1::timestamptz"
-	case ModTimestamp:
+	case watermark.Timestamp:
 		expr = "($1::timestamptz AT TIME ZONE $2::text)"
-	case ModDate:
+	case watermark.Date:
 		expr = "($1::timestamptz AT TIME ZONE $2::text)::date"
 	}
-	if t.ModKind != ModTimestamptz {
+	if t.ModKind != watermark.Timestamptz {
 		args = append(args, tz)
 	}
 	var raw []byte
@@ -261,7 +262,7 @@ func deref(s *string) string {
 // Normalize reads a literal given by a person (a backfill window's end,
 // say) through the column's type input function, and returns it in the
 // form this package writes.
-func (s *Source) Normalize(ctx context.Context, t *Table, literal string) (string, Mod, error) {
+func (s *Source) Normalize(ctx context.Context, t *Table, literal string) (string, watermark.Value, error) {
 	mod := t.Columns[t.modIdx]
 	rows, err := s.conn.Query(ctx, "SELECT "+cast(1, mod.TypeName), pgxBinary, literal)
 	if err != nil {
@@ -279,5 +280,5 @@ func (s *Source) Normalize(ctx context.Context, t *Table, literal string) (strin
 	if err != nil {
 		return "", 0, err
 	}
-	return FormatMod(t.ModKind, m), m, nil
+	return watermark.Format(t.ModKind, m), m, nil
 }

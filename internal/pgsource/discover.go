@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/highwater-dev/highwater/formats"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -31,16 +32,6 @@ type Spec struct {
 	Tenant       *string
 }
 
-// ModKind is the type class of the modified-at column.
-type ModKind int
-
-// The modified-at types that can order changes.
-const (
-	ModTimestamptz ModKind = iota
-	ModTimestamp
-	ModDate
-)
-
 // Table is a discovered model.
 type Table struct {
 	Spec
@@ -52,7 +43,7 @@ type Table struct {
 	// QueryHash identifies a source_query.
 	QueryHash string
 	Columns   []formats.Column
-	ModKind   ModKind
+	ModKind   watermark.Kind
 	modIdx    int
 	keyIdx    []int
 	tenantIdx int
@@ -163,11 +154,11 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 	mod := t.Columns[t.modIdx]
 	switch mod.TypeOID {
 	case pgtype.TimestamptzOID:
-		t.ModKind = ModTimestamptz
+		t.ModKind = watermark.Timestamptz
 	case pgtype.TimestampOID:
-		t.ModKind = ModTimestamp
+		t.ModKind = watermark.Timestamp
 	case pgtype.DateOID:
-		t.ModKind = ModDate
+		t.ModKind = watermark.Date
 	default:
 		return nil, fmt.Errorf("modified-at column %q has type %s, which cannot order changes: use a timestamptz, timestamp or date column: %w", mod.Name, mod.TypeName, ErrBadModel)
 	}

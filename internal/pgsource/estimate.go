@@ -4,13 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+
+	"github.com/highwater-dev/highwater/watermark"
 )
 
 // EstimateRows is the planner's estimate of the rows of rng: the plan rows
 // of the first page's query without its LIMIT, plus those of the NULL
 // phase when rng takes it. It costs an EXPLAIN, not a count, so it is only
 // a guess (as good as the table's statistics) for a progress display.
-func (sc *Scanner) EstimateRows(ctx context.Context, rng Range) (int64, error) {
+func (sc *Scanner) EstimateRows(ctx context.Context, rng watermark.Interval) (int64, error) {
 	phases := []bool{false}
 	if rng.IncludeNull {
 		phases = append(phases, true)

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/highwater-dev/highwater/formats"
-	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -30,7 +30,7 @@ func pageTable(query string) *Table {
 			{Name: "org", TypeOID: pgtype.TextOID, Typmod: -1, TypeName: "text"},
 			{Name: "select", TypeOID: pgtype.JSONBOID, Typmod: -1, TypeName: "jsonb"},
 		},
-		ModKind:   ModTimestamptz,
+		ModKind:   watermark.Timestamptz,
 		modIdx:    0,
 		keyIdx:    []int{1, 2},
 		tenantIdx: 3,
@@ -52,8 +52,8 @@ func TestPageSQL(t *testing.T) {
 	from := "2024-01-01 00:00:00.000001+00 'from"
 	to := "2024-02-01 00:00:00+00 'to"
 	mod := "2024-01-15 12:00:00+00 'cursor"
-	after := &manifest.Cursor{ModifiedAt: &mod, Key: []string{"41 'k1", `x"); DELETE FROM t; --`}}
-	afterNull := &manifest.Cursor{Key: []string{"7 'n1", "O'Brien"}}
+	after := &watermark.Cursor{ModifiedAt: &mod, Key: []string{"41 'k1", `x"); DELETE FROM t; --`}}
+	afterNull := &watermark.Cursor{Key: []string{"7 'n1", "O'Brien"}}
 	const (
 		modRef  = `t."Updated At"`
 		keyRefs = `t."Tenant Id", t."odd""key"`
@@ -64,8 +64,8 @@ func TestPageSQL(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		query     string
-		rng       Range
-		after     *manifest.Cursor
+		rng       watermark.Interval
+		after     *watermark.Cursor
 		nullPhase bool
 		// where are the predicates, each with the value its parameters
 		// must carry, in order.
@@ -74,7 +74,7 @@ func TestPageSQL(t *testing.T) {
 	}{
 		{
 			name: "first page of an incremental run",
-			rng:  Range{From: &from, To: to},
+			rng:  watermark.Interval{From: &from, To: to},
 			where: []pred{
 				{regexp.QuoteMeta(modRef+" >= ") + castRe("timestamp with time zone"), []string{from}},
 				{regexp.QuoteMeta(modRef+" < ") + castRe("timestamp with time zone"), []string{to}},
@@ -83,7 +83,7 @@ func TestPageSQL(t *testing.T) {
 		},
 		{
 			name: "first page of a full run",
-			rng:  Range{To: to},
+			rng:  watermark.Interval{To: to},
 			where: []pred{
 				{regexp.QuoteMeta(modRef+" < ") + castRe("timestamp with time zone"), []string{to}},
 			},
@@ -91,7 +91,7 @@ func TestPageSQL(t *testing.T) {
 		},
 		{
 			name:  "page after a cursor",
-			rng:   Range{From: &from, To: to},
+			rng:   watermark.Interval{From: &from, To: to},
 			after: after,
 			where: []pred{
 				{regexp.QuoteMeta("("+modRef+", "+keyRefs+") >= (") + castRe("timestamp with time zone") + ", " +
@@ -102,14 +102,14 @@ func TestPageSQL(t *testing.T) {
 		},
 		{
 			name:      "first page of the NULL phase",
-			rng:       Range{From: &from, To: to, IncludeNull: true},
+			rng:       watermark.Interval{From: &from, To: to, IncludeNull: true},
 			nullPhase: true,
 			where:     []pred{{regexp.QuoteMeta(modRef + " IS NULL"), nil}},
 			order:     keyRefs,
 		},
 		{
 			name:      "NULL phase after a cursor",
-			rng:       Range{To: to, IncludeNull: true},
+			rng:       watermark.Interval{To: to, IncludeNull: true},
 			after:     afterNull,
 			nullPhase: true,
 			where: []pred{
@@ -121,7 +121,7 @@ func TestPageSQL(t *testing.T) {
 		{
 			name:  "source query after a cursor",
 			query: "SELECT * FROM items WHERE note <> 'x';",
-			rng:   Range{To: to},
+			rng:   watermark.Interval{To: to},
 			after: after,
 			where: []pred{
 				{regexp.QuoteMeta("("+modRef+", "+keyRefs+") >= (") + castRe("timestamp with time zone") + ", " +

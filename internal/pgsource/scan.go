@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -23,16 +23,6 @@ var ErrDuplicateKey = errors.New("duplicate (modified_at, primary key)")
 // ErrNullKey: a key column holds NULL.
 var ErrNullKey = errors.New("NULL in a primary key column")
 
-// Range bounds a scan: [From, To) on the modified-at column, plus the rows
-// whose modified-at is NULL when IncludeNull is set. A nil From is no
-// lower bound; IncludeBeyondTo drops the upper one.
-type Range struct {
-	From            *string
-	To              string
-	IncludeNull     bool
-	IncludeBeyondTo bool
-}
-
 // Row is one source row during a scan. Its values are only valid inside
 // the callback.
 type Row struct {
@@ -41,7 +31,7 @@ type Row struct {
 	// is NULL.
 	Values [][]byte
 	// Mod is the modified-at value; ModNull when it is NULL.
-	Mod     Mod
+	Mod     watermark.Value
 	ModNull bool
 	// keyTexts are the ::text copies of the key columns that are not read
 	// from Values, in the order of scan.keyCopy.
@@ -50,7 +40,7 @@ type Row struct {
 }
 
 // Cursor returns the row's position in (modified_at, pk) order.
-func (r *Row) Cursor() (*manifest.Cursor, error) {
+func (r *Row) Cursor() (*watermark.Cursor, error) {
 	return r.scan.cursorOf(r)
 }
 
@@ -85,7 +75,7 @@ type Scanner struct {
 }
 
 // LastCursor is the cursor of the last row the scan passed on, or nil.
-func (sc *Scanner) LastCursor() (*manifest.Cursor, error) {
+func (sc *Scanner) LastCursor() (*watermark.Cursor, error) {
 	if !sc.haveLast {
 		return nil, nil
 	}
@@ -188,10 +178,10 @@ func (s *scan) keyRaw(r *Row, j int) []byte {
 	return r.Values[s.t.keyIdx[j]]
 }
 
-func (s *scan) cursorOf(r *Row) (*manifest.Cursor, error) {
-	c := &manifest.Cursor{Key: make([]string, len(s.t.keyIdx))}
+func (s *scan) cursorOf(r *Row) (*watermark.Cursor, error) {
+	c := &watermark.Cursor{Key: make([]string, len(s.t.keyIdx))}
 	if !r.ModNull {
-		m := FormatMod(s.t.ModKind, r.Mod)
+		m := watermark.Format(s.t.ModKind, r.Mod)
 		c.ModifiedAt = &m
 	}
 	for j, i := range s.t.keyIdx {
@@ -255,7 +245,7 @@ func (s *scan) tenantPredicate(b *sqlBuilder) {
 // (inclusive: the row at the cursor is returned again and skipped, so that
 // a duplicate of it is seen); nullPhase reads the rows whose modified-at is
 // NULL, ordered by key.
-func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit int) (string, []any) {
+func (s *scan) pageSQL(rng watermark.Interval, after *watermark.Cursor, nullPhase bool, limit int) (string, []any) {
 	var b sqlBuilder
 	mod := s.t.Columns[s.t.modIdx]
 	modRef := "t." + quoteIdent(mod.Name)
@@ -312,7 +302,7 @@ func (s *scan) pageSQL(rng Range, after *manifest.Cursor, nullPhase bool, limit 
 //
 // Rows whose modified-at is NULL come first, ordered by key, when
 // rng.IncludeNull is set; a cursor with a nil ModifiedAt is in that phase.
-func (sc *Scanner) Scan(ctx context.Context, rng Range, start *manifest.Cursor, fn func(*Row) error) error {
+func (sc *Scanner) Scan(ctx context.Context, rng watermark.Interval, start *watermark.Cursor, fn func(*Row) error) error {
 	after := start
 	if rng.IncludeNull && (after == nil || after.ModifiedAt == nil) {
 		if err := sc.scanPhase(ctx, rng, after, true, fn); err != nil {
@@ -323,7 +313,7 @@ func (sc *Scanner) Scan(ctx context.Context, rng Range, start *manifest.Cursor, 
 	return sc.scanPhase(ctx, rng, after, false, fn)
 }
 
-func (sc *Scanner) scanPhase(ctx context.Context, rng Range, after *manifest.Cursor, nullPhase bool, fn func(*Row) error) error {
+func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after *watermark.Cursor, nullPhase bool, fn func(*Row) error) error {
 	row := &Row{scan: &sc.scan}
 	for {
 		sql, args := sc.pageSQL(rng, after, nullPhase, sc.PageRows)
@@ -414,7 +404,7 @@ func (s *scan) cursorOfLenient(r *Row) (map[string]any, error) {
 	if r.ModNull {
 		out[s.t.ModifiedAt] = nil
 	} else {
-		out[s.t.ModifiedAt] = FormatMod(s.t.ModKind, r.Mod)
+		out[s.t.ModifiedAt] = watermark.Format(s.t.ModKind, r.Mod)
 	}
 	for j, i := range s.t.keyIdx {
 		raw := s.keyRaw(r, j)
@@ -469,7 +459,7 @@ func (sc *Scanner) CountUnseen(ctx context.Context, to, tz string) (Counts, erro
 	m := "t." + quoteIdent(mod.Name)
 	toArg := cast(b.arg(to), mod.TypeName)
 	clock := "clock_timestamp()"
-	if sc.t.ModKind != ModTimestamptz {
+	if sc.t.ModKind != watermark.Timestamptz {
 		clock = fmt.Sprintf("(clock_timestamp() AT TIME ZONE $%d::text)", b.arg(tz))
 	}
 	clock = fmt.Sprintf("CAST(%s AS %s)", clock, mod.TypeName)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 )
@@ -81,7 +82,7 @@ func TestDiscoverColumns(t *testing.T) {
 	if want := []string{"id", "updated_at", "price", "tags", "prices", "mood", "Name"}; !slices.Equal(names, want) {
 		t.Fatalf("columns %q, want %q", names, want)
 	}
-	if tab.Relation != `public.items` || tab.ModKind != pgsource.ModTimestamptz {
+	if tab.Relation != `public.items` || tab.ModKind != watermark.Timestamptz {
 		t.Errorf("relation %s, kind %v", tab.Relation, tab.ModKind)
 	}
 	conn := connect(t, db)
@@ -129,13 +130,13 @@ func TestDiscoverModifiedAtKinds(t *testing.T) {
 	src, db := open(t, `CREATE DOMAIN stamp AS timestamptz`)
 	for _, tc := range []struct {
 		typ  string
-		kind pgsource.ModKind
+		kind watermark.Kind
 		bad  bool
 	}{
-		{typ: "timestamptz", kind: pgsource.ModTimestamptz},
-		{typ: "timestamp(3)", kind: pgsource.ModTimestamp},
-		{typ: "date", kind: pgsource.ModDate},
-		{typ: "stamp", kind: pgsource.ModTimestamptz},
+		{typ: "timestamptz", kind: watermark.Timestamptz},
+		{typ: "timestamp(3)", kind: watermark.Timestamp},
+		{typ: "date", kind: watermark.Date},
+		{typ: "stamp", kind: watermark.Timestamptz},
 		{typ: "text", bad: true},
 		{typ: "bigint", bad: true},
 	} {

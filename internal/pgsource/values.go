@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
-	"time"
 
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
@@ -15,7 +14,6 @@ import (
 const (
 	pgEpochMicros = 946684800 * 1_000_000
 	pgEpochDays   = 10957
-	microsPerDay  = 86_400_000_000
 )
 
 // Infinity is how the binary forms spell ±infinity.
@@ -24,26 +22,21 @@ const (
 	infDays   = math.MaxInt32
 )
 
-// Mod is a modified-at value in a comparable form: microseconds since the
-// Unix epoch for timestamps, days since it for dates. ±infinity map to the
-// extremes of int64.
-type Mod int64
-
 // modFromBinary decodes the binary wire value of the modified-at column.
-func modFromBinary(kind ModKind, raw []byte) (Mod, error) {
+func modFromBinary(kind watermark.Kind, raw []byte) (watermark.Value, error) {
 	switch kind {
-	case ModDate:
+	case watermark.Date:
 		if len(raw) != 4 {
 			return 0, fmt.Errorf("date value of %d bytes", len(raw))
 		}
 		d := int32(binary.BigEndian.Uint32(raw))
 		switch d {
 		case infDays:
-			return math.MaxInt64, nil
+			return watermark.Infinity, nil
 		case -infDays - 1:
-			return math.MinInt64, nil
+			return watermark.NegInfinity, nil
 		}
-		return Mod(int64(d) + pgEpochDays), nil
+		return watermark.Value(int64(d) + pgEpochDays), nil
 	default:
 		if len(raw) != 8 {
 			return 0, fmt.Errorf("timestamp value of %d bytes", len(raw))
@@ -51,89 +44,12 @@ func modFromBinary(kind ModKind, raw []byte) (Mod, error) {
 		us := int64(binary.BigEndian.Uint64(raw))
 		switch us {
 		case infMicros:
-			return math.MaxInt64, nil
+			return watermark.Infinity, nil
 		case math.MinInt64:
-			return math.MinInt64, nil
+			return watermark.NegInfinity, nil
 		}
-		return Mod(us + pgEpochMicros), nil
+		return watermark.Value(us + pgEpochMicros), nil
 	}
-}
-
-// FormatMod writes a modified-at value as a PostgreSQL literal of the
-// column's type: full microsecond precision, UTC for timestamptz.
-func FormatMod(kind ModKind, m Mod) string {
-	switch m {
-	case math.MaxInt64:
-		return "infinity"
-	case math.MinInt64:
-		return "-infinity"
-	}
-	var t time.Time
-	if kind == ModDate {
-		t = time.Unix(int64(m)*86400, 0).UTC()
-	} else {
-		t = time.UnixMicro(int64(m)).UTC()
-	}
-	year, era := t.Year(), ""
-	if year <= 0 {
-		year, era = 1-year, " BC" // there is no year 0
-	}
-	date := fmt.Sprintf("%04d-%02d-%02d", year, t.Month(), t.Day())
-	switch kind {
-	case ModDate:
-		return date + era
-	case ModTimestamp:
-		return fmt.Sprintf("%s %02d:%02d:%02d.%06d%s", date, t.Hour(), t.Minute(), t.Second(), t.Nanosecond()/1000, era)
-	default:
-		return fmt.Sprintf("%s %02d:%02d:%02d.%06d+00%s", date, t.Hour(), t.Minute(), t.Second(), t.Nanosecond()/1000, era)
-	}
-}
-
-// ParseMod reads back a literal written by FormatMod.
-func ParseMod(kind ModKind, s string) (Mod, error) {
-	switch s {
-	case "infinity":
-		return math.MaxInt64, nil
-	case "-infinity":
-		return math.MinInt64, nil
-	}
-	bc := strings.HasSuffix(s, " BC")
-	s = strings.TrimSuffix(s, " BC")
-	layout := "2006-01-02 15:04:05.999999-07"
-	switch kind {
-	case ModDate:
-		layout = "2006-01-02"
-	case ModTimestamp:
-		layout = "2006-01-02 15:04:05.999999"
-	}
-	t, err := time.Parse(layout, s)
-	if err != nil {
-		return 0, fmt.Errorf("parse %q: %w", s, err)
-	}
-	if bc {
-		t = t.AddDate(1-2*t.Year(), 0, 0)
-	}
-	if kind == ModDate {
-		return Mod(t.Unix() / 86400), nil
-	}
-	return Mod(t.UnixMicro()), nil
-}
-
-// Sub moves a value back by d, for the lookback. A date moves back by
-// whole days, so that from covers every day the lookback touches.
-func (m Mod) Sub(kind ModKind, d time.Duration) Mod {
-	if m == math.MaxInt64 || m == math.MinInt64 {
-		return m
-	}
-	if kind == ModDate {
-		us := int64(m)*microsPerDay - d.Microseconds()
-		days := us / microsPerDay
-		if us%microsPerDay < 0 {
-			days-- // floor, not truncation, for times before 1970
-		}
-		return Mod(days)
-	}
-	return m - Mod(d.Microseconds())
 }
 
 // keyText turns the binary value of a key column into a literal of its
@@ -170,12 +86,12 @@ func keyText(oid uint32, raw []byte) (string, error) {
 		b := raw
 		return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
 	case pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID:
-		kind := map[uint32]ModKind{pgtype.DateOID: ModDate, pgtype.TimestampOID: ModTimestamp, pgtype.TimestamptzOID: ModTimestamptz}[oid]
+		kind := map[uint32]watermark.Kind{pgtype.DateOID: watermark.Date, pgtype.TimestampOID: watermark.Timestamp, pgtype.TimestamptzOID: watermark.Timestamptz}[oid]
 		m, err := modFromBinary(kind, raw)
 		if err != nil {
 			return "", err
 		}
-		return FormatMod(kind, m), nil
+		return watermark.Format(kind, m), nil
 	case pgtype.NumericOID:
 		return numericText(raw)
 	}

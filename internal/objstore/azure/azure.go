@@ -51,7 +51,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/objstore/retry"
 	"github.com/highwater-dev/highwater/internal/redact"
 )
 
@@ -336,7 +335,7 @@ func (b *Bucket) classify(err error, conditional bool) error {
 	case notSupported(status, re):
 		return fmt.Errorf("the store does not support a feature this request needs: %w: %w", objstore.ErrPermanent, err)
 	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return fmt.Errorf("%w: %w", retry.ErrTransient, err)
+		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case status >= 400:
 		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
 	}

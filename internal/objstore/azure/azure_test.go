@@ -162,7 +162,7 @@ func TestNotSupportedIsPermanent(t *testing.T) {
 			t.Errorf("the SDK sent %d requests for a FeatureNotSupported answer, want 1", n)
 		}
 		err = b.Classify(err)
-		if !errors.Is(err, objstore.ErrPermanent) || errors.Is(err, retry.ErrTransient) {
+		if !errors.Is(err, objstore.ErrPermanent) || errors.Is(err, objstore.ErrTransient) {
 			t.Errorf("FeatureNotSupported classified as %v, want permanent", err)
 		}
 	})

@@ -33,7 +33,6 @@ import (
 	"google.golang.org/api/iterator"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/objstore/retry"
 )
 
 // DefaultChunkSize is the SDK's own default: large enough for throughput,
@@ -253,7 +252,7 @@ func (b *Bucket) classify(err error, conditional bool) error {
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return fmt.Errorf("access denied to bucket %q: check GOOGLE_APPLICATION_CREDENTIALS (or 'gcloud auth application-default login') and the bucket's IAM roles: %w: %w", b.name, objstore.ErrPermanent, err)
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return fmt.Errorf("%w: %w", retry.ErrTransient, err)
+		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case code >= 400:
 		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
 	}

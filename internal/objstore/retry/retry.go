@@ -2,9 +2,9 @@
 // failures, so that no backend carries its own retry loop and every backend
 // fails over the same way.
 //
-// What is retried: errors that a backend marked with ErrTransient (HTTP 5xx,
-// 408, 429, throttling codes), connection resets and refusals, broken pipes,
-// network timeouts and io.ErrUnexpectedEOF. Everything else is returned at
+// What is retried: errors that a backend marked with objstore.ErrTransient
+// (HTTP 5xx, 408, 429, throttling codes), connection resets and refusals,
+// broken pipes, network timeouts and io.ErrUnexpectedEOF. Everything else is returned at
 // once; in particular objstore.ErrPermanent, objstore.ErrNotExist and
 // objstore.ErrExist are never retried, and a cancelled or expired context
 // stops the loop immediately, also in the middle of a back-off.
@@ -39,11 +39,6 @@ import (
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 )
-
-// ErrTransient marks an error that a backend knows to be worth retrying, such
-// as a 503 or a throttling answer. Backends wrap it next to the provider's
-// error: fmt.Errorf("%w: %w", retry.ErrTransient, err).
-var ErrTransient = errors.New("transient storage error")
 
 // errStopped ends a List whose callback failed; it is never transient.
 var errStopped = errors.New("listing stopped by its callback")
@@ -106,7 +101,7 @@ func IsTransient(err error) bool {
 	if errors.Is(err, objstore.ErrPermanent) || errors.Is(err, objstore.ErrNotExist) || errors.Is(err, objstore.ErrExist) {
 		return false
 	}
-	if errors.Is(err, ErrTransient) || errors.Is(err, io.ErrUnexpectedEOF) {
+	if errors.Is(err, objstore.ErrTransient) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	if errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||

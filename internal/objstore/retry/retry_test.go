@@ -91,7 +91,7 @@ func TestTransientRetried(t *testing.T) {
 	for _, injected := range []error{
 		fmt.Errorf("put: %w", syscall.ECONNRESET),
 		io.ErrUnexpectedEOF,
-		fmt.Errorf("%w: 503 Slow Down", retry.ErrTransient),
+		fmt.Errorf("%w: 503 Slow Down", objstore.ErrTransient),
 	} {
 		f := newFaulty(injected, 2)
 		b := retry.New(f, fast)

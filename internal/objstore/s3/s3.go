@@ -48,7 +48,6 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/objstore/retry"
 	"github.com/highwater-dev/highwater/internal/redact"
 )
 
@@ -383,7 +382,7 @@ func (b *Bucket) classify(err error, conditional bool) error {
 	case code == "RequestTimeout" || code == "SlowDown" || code == "Throttling" || code == "ThrottlingException" ||
 		code == "RequestTimeTooSkewed" || code == "InternalError" || code == "ServiceUnavailable" ||
 		status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return fmt.Errorf("%w: %w", retry.ErrTransient, err)
+		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case status >= 400:
 		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
 	}

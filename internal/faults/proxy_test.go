@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/highwater-dev/highwater/faults"
+	"github.com/highwater-dev/highwater/internal/faults"
 )
 
 // TestFlakyObjectStore runs export cycles and a dedupe through a proxy

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -148,14 +149,14 @@ func TestBoundKinds(t *testing.T) {
 	tx, start := openTx(t, db)
 	time.Sleep(20 * time.Millisecond)
 	b := boundOf(t, db, pgsource.BoundOptions{})
-	if b.Kind != "oldest_transaction" || b.Mod != pgsource.Mod(start.UnixMicro()) {
+	if b.Kind != "oldest_transaction" || b.Mod != watermark.Value(start.UnixMicro()) {
 		t.Fatalf("open transaction since %s: bound %s kind %s (%s)", start, b.To, b.Kind, b.Detail)
 	}
 
 	// The bound off: To is the clock, past the open transaction's rows,
 	// so with no lookback its row would land below the next from.
 	off := boundOf(t, db, pgsource.BoundOptions{ClockOnly: true})
-	if off.Kind != "fallback_lookback" || off.Mod <= pgsource.Mod(start.UnixMicro()) || !strings.Contains(off.Detail, "off") {
+	if off.Kind != "fallback_lookback" || off.Mod <= watermark.Value(start.UnixMicro()) || !strings.Contains(off.Detail, "off") {
 		t.Fatalf("bound off: %s kind %s (%s)", off.To, off.Kind, off.Detail)
 	}
 
@@ -166,7 +167,7 @@ func TestBoundKinds(t *testing.T) {
 	if capped.Kind != "clock" || capped.StuckSince == nil || !strings.Contains(capped.Detail, "longer than the cap") {
 		t.Fatalf("stuck writer: %s kind %s stuck %v (%s)", capped.To, capped.Kind, capped.StuckSince, capped.Detail)
 	}
-	if want := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(start.UnixMicro())); *capped.StuckSince != want {
+	if want := watermark.Format(watermark.Timestamptz, watermark.Value(start.UnixMicro())); *capped.StuckSince != want {
 		t.Fatalf("stuck since %s, want %s", *capped.StuckSince, want)
 	}
 
@@ -175,7 +176,7 @@ func TestBoundKinds(t *testing.T) {
 	execSQL(t, db, `DO $$ BEGIN CREATE ROLE hw_noprivs LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$`,
 		`GRANT SELECT ON items TO hw_noprivs`)
 	blind := boundOf(t, strings.Replace(db, "postgres@", "hw_noprivs@", 1), pgsource.BoundOptions{})
-	if blind.Kind != "fallback_lookback" || !strings.Contains(blind.Detail, "pg_read_all_stats") || blind.Mod <= pgsource.Mod(start.UnixMicro()) {
+	if blind.Kind != "fallback_lookback" || !strings.Contains(blind.Detail, "pg_read_all_stats") || blind.Mod <= watermark.Value(start.UnixMicro()) {
 		t.Fatalf("role without pg_read_all_stats: %s kind %s (%s)", blind.To, blind.Kind, blind.Detail)
 	}
 	tx.Rollback(t.Context())

@@ -13,8 +13,8 @@ import (
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
 )
 
@@ -67,7 +67,7 @@ func New(dest *destination.Destination, model string) (*Lake, error) {
 		schema: manifest.NewSchema(m.Fields(), Columns),
 		id: manifest.Identity{SystemID: "synthetic", Database: "synth", Relation: "public.items",
 			PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"},
-		TargetFileBytes: 64 << 20, RowGroupRows: 100_000, Lookback: 30 * time.Second,
+		TargetFileBytes: 64 << 20, RowGroupRows: 100_000, Lookback: watermark.DefaultLookback,
 	}, nil
 }
 
@@ -135,7 +135,7 @@ func (l *Lake) Export(ctx context.Context, n int, gen func(i int, r *Row)) (*man
 			return nil, err
 		}
 	}
-	wm := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(maxMod+1))
+	wm := watermark.Format(watermark.Timestamptz, watermark.Value(maxMod+1))
 	if st.Watermark != nil && *st.Watermark > wm {
 		wm = *st.Watermark
 	}
@@ -188,7 +188,7 @@ func (p *part) close() (manifest.File, error) {
 	if p.file.Bytes, p.file.SHA256, err = p.up.Close(); err != nil {
 		return manifest.File{}, fmt.Errorf("upload %s: %w", p.file.Key, err)
 	}
-	lo, hi := pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(p.min)), pgsource.FormatMod(pgsource.ModTimestamptz, pgsource.Mod(p.max))
+	lo, hi := watermark.Format(watermark.Timestamptz, watermark.Value(p.min)), watermark.Format(watermark.Timestamptz, watermark.Value(p.max))
 	p.file.MinModifiedAt, p.file.MaxModifiedAt = &lo, &hi
 	return p.file, nil
 }

@@ -1,4 +1,8 @@
-package dedupe
+// Package vacuum deletes the objects of a model that no reader can see: the
+// files that commits older than the retention removed, the files of runs
+// that it first declares abandoned in a commit of its own, and the plans
+// and checkpoints of runs done with.
+package vacuum
 
 import (
 	"context"
@@ -9,14 +13,16 @@ import (
 	"strings"
 	"time"
 
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/progress"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
-// VacuumOptions describe one vacuum of one model.
-type VacuumOptions struct {
+// ErrNoState: the model has no commits to vacuum.
+var ErrNoState = errors.New("the model has no commits")
+
+// Options describe one vacuum of one model.
+type Options struct {
 	Model string
 	// OlderThan is the retention: only removals, plans and commits older
 	// than this are considered.
@@ -33,8 +39,8 @@ type VacuumOptions struct {
 	Failpoint func(name string)
 }
 
-// VacuumResult says what a vacuum did, or would do on a dry run.
-type VacuumResult struct {
+// Result says what a vacuum did, or would do on a dry run.
+type Result struct {
 	// Declared lists the runs (and "run/attempt" of committed runs) that
 	// this vacuum declared abandoned.
 	Declared []string
@@ -47,20 +53,12 @@ type VacuumResult struct {
 	Pruned []string
 }
 
-// commitInfo is what vacuum needs of each commit.
-type commitInfo struct {
-	kind      string
-	runID     string
-	removes   bool
-	committed time.Time
-}
-
-// Vacuum deletes objects that no reader can see: files removed from the
+// Run deletes objects that no reader can see: files removed from the
 // committed set by a commit older than the retention, the files of runs it
 // first declares abandoned in a commit of its own, and the plans and
 // checkpoints of runs done with (prunableRuns). It never deletes
 // a committed file, and never decides by an object's age.
-func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptions) (*VacuumResult, error) {
+func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) {
 	if opts.Model == "" {
 		return nil, errors.New("no model name")
 	}
@@ -77,12 +75,12 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		opts.Failpoint = func(string) {}
 	}
 	logger := opts.Logger.With("model", opts.Model)
-	log := manifest.NewLog(dest, opts.Model)
+	log := manifest.NewLog(b, opts.Model)
 	// Vacuum deletes what the state does not name, so it folds the log
 	// itself: a state checkpoint that lost a file would have it deleted.
-	var history []commitInfo
+	var history []*manifest.Commit
 	st, err := log.Fold(ctx, func(c *manifest.Commit) error {
-		history = append(history, commitInfo{kind: c.Kind, runID: c.RunID, removes: len(c.Removed) > 0, committed: c.Committed})
+		history = append(history, summary(c))
 		return nil
 	})
 	if err != nil {
@@ -94,7 +92,7 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 	cutoff := opts.Now().Add(-opts.OlderThan)
 	objects := map[string]int64{}
 	dataPrefix := log.Key("data") + "/"
-	if err := dest.List(ctx, dataPrefix, func(a objstore.Attrs) error {
+	if err := b.List(ctx, dataPrefix, func(a objstore.Attrs) error {
 		objects[strings.TrimPrefix(a.Key, log.Key()+"/")] = a.Size
 		return nil
 	}); err != nil {
@@ -104,7 +102,7 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 	if err != nil {
 		return nil, err
 	}
-	res := &VacuumResult{}
+	res := &Result{}
 	if len(declare) > 0 && !opts.DryRun {
 		if st, err = declareAbandoned(ctx, log, declare, res); err != nil {
 			return nil, err
@@ -114,7 +112,7 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		res.Declared = declare
 	}
 	doomed := deletable(st, objects, cutoff, res.Declared)
-	pruned, err := prunableRuns(ctx, dest, log, st, history, cutoff)
+	pruned, err := prunableRuns(ctx, b, log, st, history, cutoff)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +129,7 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		if i == len(doomed)/2 {
 			opts.Failpoint("vacuum-mid-delete")
 		}
-		if err := dest.Delete(ctx, log.Key(k)); err != nil {
+		if err := b.Delete(ctx, log.Key(k)); err != nil {
 			return res, fmt.Errorf("delete %s: %w", k, err)
 		}
 		res.Deleted = append(res.Deleted, k)
@@ -140,7 +138,7 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 		opts.Progress.AddFile(objects[k])
 	}
 	for _, k := range pruned {
-		if err := dest.Delete(ctx, log.Key(k)); err != nil {
+		if err := b.Delete(ctx, log.Key(k)); err != nil {
 			return res, fmt.Errorf("delete %s: %w", k, err)
 		}
 		res.Pruned = append(res.Pruned, k)
@@ -153,17 +151,14 @@ func Vacuum(ctx context.Context, dest *destination.Destination, opts VacuumOptio
 // attempts of committed runs. It is conservative: a run counts only when
 // its plan, its newest checkpoint and anything that killed it are older
 // than the retention.
-func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, history []commitInfo, objects map[string]int64, cutoff time.Time) ([]string, error) {
+func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, history []*manifest.Commit, objects map[string]int64, cutoff time.Time) ([]string, error) {
 	runs, err := log.ListRuns(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, id := range runs {
-		if _, done := st.Runs[id]; done {
-			continue
-		}
-		if _, dead := st.Abandoned[id]; dead {
+		if st.Ended(id) != nil {
 			continue
 		}
 		p, err := log.ReadPlan(ctx, id)
@@ -180,7 +175,7 @@ func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, h
 		if n := len(chain); n > 0 && !chain[n-1].Written.Before(cutoff) {
 			continue // still writing files lately
 		}
-		if killer := killedBy(p, history); killer > 0 && history[killer-1].committed.Before(cutoff) {
+		if killer := killedBy(p, history); killer > 0 && history[killer-1].Committed.Before(cutoff) {
 			out = append(out, id)
 		}
 	}
@@ -195,15 +190,15 @@ func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, h
 	}
 	strays := map[string]bool{}
 	for k := range objects {
-		parts := strings.Split(k, "/") // data/<run>/<attempt>/part
-		if len(parts) != 4 || ever[k] {
+		run, attempt, _, ok := manifest.ParseDataKey(k)
+		if !ok || ever[k] {
 			continue
 		}
-		seq, done := st.Runs[parts[1]]
-		if !done || !history[seq-1].committed.Before(cutoff) {
+		seq, done := st.Runs[run]
+		if !done || !history[seq-1].Committed.Before(cutoff) {
 			continue
 		}
-		ra := parts[1] + "/" + parts[2]
+		ra := run + "/" + attempt
 		if _, dead := st.Abandoned[ra]; !dead {
 			strays[ra] = true
 		}
@@ -215,27 +210,19 @@ func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, h
 	return out, nil
 }
 
+// summary is what vacuum keeps of each commit to ask manifest.Kills: its
+// kind, removals and time, not the added files, schema and metrics, which
+// over a long log would hold the committed set a second time.
+func summary(c *manifest.Commit) *manifest.Commit {
+	return &manifest.Commit{Seq: c.Seq, Kind: c.Kind, RunID: c.RunID, Removed: c.Removed, Committed: c.Committed}
+}
+
 // killedBy returns the seq of the first commit after which the plan can
 // never commit, or 0 while it still could.
-func killedBy(p *manifest.Plan, history []commitInfo) int64 {
-	for i := p.BaseSeq; i < int64(len(history)); i++ {
-		c := history[i]
-		switch p.Kind {
-		case manifest.KindExport, manifest.KindFullRefresh:
-			// export.Run gives up when the watermark moved after its plan.
-			if manifest.MovesWatermark(c.kind) {
-				return i + 1
-			}
-		case manifest.KindDedupe:
-			// A dedupe starts over, under a new run, when files were
-			// removed after its base; it never resumes an old run.
-			if c.removes {
-				return i + 1
-			}
-		case manifest.KindBackfill:
-			if c.kind == manifest.KindFullRefresh {
-				return i + 1
-			}
+func killedBy(p *manifest.Plan, history []*manifest.Commit) int64 {
+	for _, c := range history[min(p.BaseSeq, int64(len(history))):] {
+		if manifest.Kills(p.Kind, c) {
+			return c.Seq
 		}
 	}
 	return 0
@@ -244,14 +231,8 @@ func killedBy(p *manifest.Plan, history []commitInfo) int64 {
 // declareAbandoned commits the declaration before anything is deleted, so
 // that an abandoned run can no longer commit. A run that committed
 // meanwhile is left out.
-func declareAbandoned(ctx context.Context, log *manifest.Log, declare []string, res *VacuumResult) (*manifest.State, error) {
-	for {
-		// Folded from the log for the same reason as in Vacuum: what
-		// this returns decides the deletions.
-		st, err := log.Fold(ctx, nil)
-		if err != nil {
-			return nil, fmt.Errorf("read the state of %s: %w", log.Model(), err)
-		}
+func declareAbandoned(ctx context.Context, log *manifest.Log, declare []string, res *Result) (*manifest.State, error) {
+	c, _, err := log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
 		var still []string
 		for _, id := range declare {
 			run, _, _ := strings.Cut(id, "/")
@@ -261,21 +242,28 @@ func declareAbandoned(ctx context.Context, log *manifest.Log, declare []string, 
 			still = append(still, id)
 		}
 		if len(still) == 0 {
-			return st, nil
+			return nil, errNothingToDeclare
 		}
-		c := &manifest.Commit{Kind: manifest.KindVacuum, RunID: "", Identity: *st.Identity,
-			Watermark: st.Watermark, FromFloor: st.FromFloor, Abandoned: still}
-		err = log.Commit(ctx, st, c)
-		if errors.Is(err, manifest.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("commit vacuum of %s: %w", log.Model(), err)
-		}
-		res.Declared, res.Commit = still, c
-		return st, nil
+		return &manifest.Commit{Kind: manifest.KindVacuum, RunID: "", Identity: *st.Identity,
+			Watermark: st.Watermark, FromFloor: st.FromFloor, Abandoned: still}, nil
+	})
+	switch {
+	case err == nil:
+		res.Declared, res.Commit = c.Abandoned, c
+	case err != errNothingToDeclare:
+		return nil, err
 	}
+	// Folded from the log for the same reason as in Run: what this
+	// returns decides the deletions.
+	st, err := log.Fold(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read the state of %s: %w", log.Model(), err)
+	}
+	return st, nil
 }
+
+// errNothingToDeclare: every run to declare committed meanwhile.
+var errNothingToDeclare = errors.New("nothing left to declare abandoned")
 
 // deletable lists the objects that may go: removed by a commit older than
 // the retention, or under a run or attempt declared abandoned; never a
@@ -298,14 +286,14 @@ func deletable(st *manifest.State, objects map[string]int64, cutoff time.Time, d
 			out = append(out, k)
 			continue
 		}
-		parts := strings.Split(k, "/")
-		if len(parts) != 4 {
+		run, attempt, _, ok := manifest.ParseDataKey(k)
+		if !ok {
 			continue
 		}
 		if _, removed := st.Removed[k]; removed {
 			continue // its removal is still within the retention
 		}
-		if dead[parts[1]] || dead[parts[1]+"/"+parts[2]] {
+		if dead[run] || dead[run+"/"+attempt] {
 			out = append(out, k)
 		}
 	}

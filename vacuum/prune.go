@@ -1,4 +1,4 @@
-package dedupe
+package vacuum
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // lookback there. A plan is listed after its run's checkpoints, so a
 // vacuum that stops midway leaves the run listed by its plan, and the next
 // vacuum finishes it.
-func prunableRuns(ctx context.Context, b objstore.Bucket, log *manifest.Log, st *manifest.State, history []commitInfo, cutoff time.Time) ([]string, error) {
+func prunableRuns(ctx context.Context, b objstore.Bucket, log *manifest.Log, st *manifest.State, history []*manifest.Commit, cutoff time.Time) ([]string, error) {
 	prefix := log.Key("_runs") + "/"
 	byRun := map[string][]string{}
 	err := b.List(ctx, prefix, func(a objstore.Attrs) error {
@@ -36,7 +36,7 @@ func prunableRuns(ctx context.Context, b objstore.Bucket, log *manifest.Log, st 
 		return nil, fmt.Errorf("list the runs of %s: %w", log.Model(), err)
 	}
 	old := func(seq int64) bool {
-		return seq >= 1 && seq <= int64(len(history)) && history[seq-1].committed.Before(cutoff)
+		return seq >= 1 && seq <= int64(len(history)) && history[seq-1].Committed.Before(cutoff)
 	}
 	var runs []string
 	for run := range byRun {
