@@ -3,6 +3,7 @@ package pgsource
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -13,6 +14,17 @@ import (
 // column of a text type (cast another type: SELECT id::text); a NULL row
 // names no tenant (no row can match it) and is counted in nulls.
 func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, nulls int, err error) {
+	// The query's names are the user's: resolved as the role resolves
+	// them, as a source_query's are. The session goes back to the path
+	// under which type names are read.
+	if err := s.setSearchPath(ctx, s.rolePath()); err != nil {
+		return nil, 0, err
+	}
+	defer func() {
+		if perr := s.setSearchPath(context.WithoutCancel(ctx), catalogPath); perr != nil && err == nil {
+			tenants, nulls, err = nil, 0, perr
+		}
+	}()
 	tx, err := s.conn.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return nil, 0, s.classify("run tenants_query", err)
@@ -40,7 +52,7 @@ func (s *Source) Tenants(ctx context.Context, query string) (tenants []string, n
 		if err := tx.QueryRow(ctx, "SELECT format_type($1, NULL)", fields[0].DataTypeOID).Scan(&name); err != nil {
 			name = fmt.Sprint("type ", fields[0].DataTypeOID)
 		}
-		if name != "citext" {
+		if name != "citext" && !strings.HasSuffix(name, ".citext") {
 			return nil, 0, fmt.Errorf("tenants_query returns a column of %s, not text: cast it (SELECT %s::text ...): %w", name, quoteIdent(fields[0].Name), ErrBadModel)
 		}
 	}
