@@ -1,6 +1,7 @@
 // Package vacuum deletes the objects of a model that no reader can see: the
-// files that commits older than the retention removed, and the files of
-// runs that it first declares abandoned in a commit of its own.
+// files that commits older than the retention removed, the files of runs
+// that it first declares abandoned in a commit of its own, and the plans
+// and checkpoints of runs done with.
 package vacuum
 
 import (
@@ -47,11 +48,15 @@ type Result struct {
 	// Deleted lists the deleted objects, relative to the model's root.
 	Deleted []string
 	Bytes   int64
+	// Pruned lists the run metadata deleted (prunableRuns), relative to
+	// the model's root.
+	Pruned []string
 }
 
 // Run deletes objects that no reader can see: files removed from the
-// committed set by a commit older than the retention, and the files of
-// runs it first declares abandoned in a commit of its own. It never deletes
+// committed set by a commit older than the retention, the files of runs it
+// first declares abandoned in a commit of its own, and the plans and
+// checkpoints of runs done with (prunableRuns). It never deletes
 // a committed file, and never decides by an object's age.
 func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) {
 	if opts.Model == "" {
@@ -107,11 +112,16 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 		res.Declared = declare
 	}
 	doomed := deletable(st, objects, cutoff, res.Declared)
+	pruned, err := prunableRuns(ctx, b, log, st, history, cutoff)
+	if err != nil {
+		return nil, err
+	}
 	if opts.DryRun {
 		for _, k := range doomed {
 			res.Deleted = append(res.Deleted, k)
 			res.Bytes += objects[k]
 		}
+		res.Pruned = pruned
 		return res, nil
 	}
 	opts.Progress.AddTotal(int64(len(doomed)))
@@ -126,6 +136,12 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 		res.Bytes += objects[k]
 		opts.Progress.Add(1)
 		opts.Progress.AddFile(objects[k])
+	}
+	for _, k := range pruned {
+		if err := b.Delete(ctx, log.Key(k)); err != nil {
+			return res, fmt.Errorf("delete %s: %w", k, err)
+		}
+		res.Pruned = append(res.Pruned, k)
 	}
 	logger.Info("vacuumed", "declared_abandoned", len(res.Declared), "deleted", len(res.Deleted), "bytes", res.Bytes)
 	return res, nil

@@ -37,15 +37,21 @@ tenants and the destination URL. It connects to nothing and creates nothing.`,
 		if err != nil {
 			return err
 		}
-		for i := range runs {
-			if runs[i].Compression == "" {
-				runs[i].Compression = "zstd"
-			}
-			if err := checkOptions(&runs[i], cfg.Dest); err != nil {
+		if cfg.Dest != "" {
+			if err := checkFanOut(runs, cfg.Dest); err != nil {
 				return err
 			}
 		}
-		_, err = fmt.Fprintf(env.stdout, "%s: ok, %d models\n", *path, len(runs))
+		for i := range runs {
+			o := &runs[i].opts
+			if o.Compression == "" {
+				o.Compression = "zstd"
+			}
+			if err := checkOptions(o, cfg.Dest); err != nil {
+				return err
+			}
+		}
+		_, err = fmt.Fprintf(env.stdout, "%s: ok, %d models\n", *path, len(cfg.Models))
 		return err
 	}
 	cmd.AddCommand(validate)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/highwater-dev/highwater/export"
+	"github.com/highwater-dev/highwater/internal/fleet"
 )
 
 // TestUsageErrorsTouchNothing checks that every usage or config error
@@ -130,7 +131,9 @@ func TestExitCodeClasses(t *testing.T) {
 		{live, usageErr("bad"), 2},
 		{live, fmt.Errorf("reconcile: %w", errDifferences), 3},
 		{live, fmt.Errorf("commit: %w", export.ErrRaceLost), 4},
-		{live, multiError([]error{fmt.Errorf("a: %w", export.ErrRaceLost)}, []string{"b"}), 4},
+		{live, summaryErr(summaryOf(fmt.Errorf("a: %w", export.ErrRaceLost), nil)), 4},
+		{live, summaryErr(summaryOf(fmt.Errorf("a: %w", export.ErrRaceLost), errors.New("disk full"))), 1},
+		{live, summaryErr(summaryOf(nil, nil)), 0},
 		{dead, context.Canceled, 130},
 		{dead, usageErr("bad"), 2},
 	} {
@@ -138,4 +141,18 @@ func TestExitCodeClasses(t *testing.T) {
 			t.Errorf("exitCode(%v) = %d, want %d", tc.err, got, tc.want)
 		}
 	}
+}
+
+// summaryOf is the summary of instances that failed with errs, nil for
+// done.
+func summaryOf(errs ...error) *fleet.Summary {
+	s := &fleet.Summary{}
+	for i, err := range errs {
+		o := fleet.Outcome{Instance: fleet.Instance{Model: fmt.Sprint("m", i)}, Status: fleet.Done, Err: err}
+		if err != nil {
+			o.Status = fleet.Failed
+		}
+		s.Outcomes = append(s.Outcomes, o)
+	}
+	return s
 }

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -17,7 +14,7 @@ import (
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/config"
-	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/watermark"
 )
@@ -34,15 +31,22 @@ is planned. A run that dies is resumed by the next one from its last checkpoint.
 Everything that needs no connection (flags, the config, the destination URL, the time zone, the codec)
 is checked first: a usage or config error exits 2 before connecting to anything or creating anything.
 
-With --config, several models run one after another; each commits on its own, and a failure of one
-does not undo the commits of the others (the last line names the models that committed).`,
+With --config, each model, and each tenant of a model with tenants or a tenants_query, is a model
+instance with its own state under the destination's {tenant}. --parallel N runs up to N instances at
+once; --shard I/N takes only the instances of one shard, so that N processes split a fleet with no
+coordinator (docs/tenants.md). Each instance commits on its own; a failure of one stops none of the
+others, and a summary on stdout names every instance that failed, with its reason.`,
 		Example: `  # one table, into a local lake
   highwater export --source postgres://exporter@db/app --table public.orders \
       --primary-key id --modified-at updated_at --dest file:///data/lake
 
   # every model of a config file, or some of them
   highwater export --config highwater.yaml
-  highwater export --config highwater.yaml --model orders,order_lines`,
+  highwater export --config highwater.yaml --model orders,order_lines
+
+  # the tenants of a model, four at a time, in the second of three processes
+  highwater export --config highwater.yaml --model orders --tenant acme --tenant globex
+  highwater export --config highwater.yaml --parallel 4 --shard 1/3`,
 	}
 	fs := cmd.Flags()
 	var (
@@ -56,7 +60,7 @@ does not undo the commits of the others (the last line names the models that com
 		dest        = fs.String("dest", "", "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix")
 		lookback    = fs.Duration("lookback", watermark.DefaultLookback, "re-read this much below the watermark")
 		tenantCol   = fs.String("tenant-column", "", "tenant `COL`umn")
-		tenant      = fs.String("tenant", "", "tenant `value`")
+		ff          fleetFlags
 		fullRefresh = fs.Bool("full-refresh", false, "read every row and replace every earlier file")
 		winStart    = fs.String("window-start", "", "backfill window start (inclusive), in the modified-at column's type")
 		winEnd      = fs.String("window-end", "", "backfill window end (exclusive)")
@@ -65,17 +69,22 @@ does not undo the commits of the others (the last line names the models that com
 		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
-		asJSON      = fs.Bool("json", false, "print one JSON object per model per line (docs/cli.md)")
 		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 	)
+	fs.StringArrayVar(&ff.tenants, "tenant", nil, "tenant `value`; with --config, the tenants to run (repeat for several)")
+	ff.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
 		set := map[string]bool{}
 		fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
-		var runs []export.Options
+		shard, err := ff.check()
+		if err != nil {
+			return err
+		}
+		var runs []job
 		sourceURL, destURL := *source, *dest
 		if *configPath != "" {
-			for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column", "tenant"} {
+			for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column"} {
 				if set[name] {
 					return usageErr("--%s goes in the config file, not with --config", name)
 				}
@@ -91,6 +100,9 @@ does not undo the commits of the others (the last line names the models that com
 				destURL = cfg.Dest
 			}
 			if runs, err = selectModels(cfg, *modelNames); err != nil {
+				return err
+			}
+			if runs, err = selectTenants(runs, ff.tenants, !slices.ContainsFunc(runs, func(j job) bool { return j.tenantsQuery != "" })); err != nil {
 				return err
 			}
 		} else {
@@ -115,10 +127,14 @@ does not undo the commits of the others (the last line names the models that com
 			}
 			o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
 			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol}
-			if set["tenant"] {
-				o.Source.Tenant = tenant
+			switch len(ff.tenants) {
+			case 0:
+			case 1:
+				o.Source.Tenant = &ff.tenants[0]
+			default:
+				return usageErr("--tenant takes one value without --config")
 			}
-			runs = append(runs, o)
+			runs = append(runs, job{inst: fleet.Instance{Model: name}, opts: o})
 		}
 		if sourceURL == "" {
 			sourceURL = env.getenv("HIGHWATER_SOURCE")
@@ -129,8 +145,11 @@ does not undo the commits of the others (the last line names the models that com
 		if destURL == "" {
 			return usageErr("--dest is required")
 		}
+		if err := checkFanOut(runs, destURL); err != nil {
+			return err
+		}
 		for i := range runs {
-			o := &runs[i]
+			o := &runs[i].opts
 			if set["lookback"] {
 				if *lookback < 0 {
 					return usageErr("--lookback %s is negative", *lookback)
@@ -178,67 +197,8 @@ does not undo the commits of the others (the last line names the models that com
 		if err := checkMetricsFile(*metricsFile); err != nil {
 			return err
 		}
-		var figs []runFigures
-		writeMetrics := func() error {
-			if *metricsFile == "" {
-				return nil
-			}
-			return writeMetricsFile(*metricsFile, "export", figs)
-		}
-
-		setMemoryLimit(env, runs)
-		src, err := pgsource.Connect(ctx, sourceURL)
-		if err != nil {
-			return err
-		}
-		defer src.Close(context.WithoutCancel(ctx))
-		var failed []error
-		var done []string
-		for _, o := range runs {
-			d, err := destination.Open(ctx, destURL, tenantOf(o))
-			if err != nil {
-				return err
-			}
-			start := time.Now()
-			var stop func()
-			o.Progress, stop = env.showProgress(o.Model, countRows)
-			res, err := export.Run(ctx, src, d, o)
-			stop()
-			d.Close()
-			if *asJSON {
-				if err := writeJSON(env.stdout, newExportJSON(o.Model, res, err)); err != nil {
-					return err
-				}
-			}
-			fig := runFigures{model: o.Model, failed: err != nil}
-			if err == nil {
-				fig.commit = res.Commit
-				fig.duration = res.Commit.Committed.Sub(res.Plan.Created)
-			}
-			figs = append(figs, fig)
-			if err != nil {
-				if len(runs) == 1 {
-					return errors.Join(err, writeMetrics())
-				}
-				env.logger.Error("export failed", "model", o.Model, "error", err.Error())
-				failed = append(failed, fmt.Errorf("%s: %w", o.Model, err))
-				if ctx.Err() != nil {
-					break
-				}
-				continue
-			}
-			done = append(done, o.Model)
-			if *asJSON {
-				continue
-			}
-			c := res.Commit
-			fmt.Fprintf(env.stdout, "%s: committed seq %d (%s), %d rows in %d files, watermark %s, %.1fs\n",
-				o.Model, c.Seq, c.Kind, c.Metrics.RowsTransferred, len(c.Added), deref(c.Watermark), time.Since(start).Seconds())
-		}
-		if len(failed) > 0 {
-			return errors.Join(multiError(failed, done), writeMetrics())
-		}
-		return writeMetrics()
+		setMemoryLimit(env, runs, ff.parallel)
+		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, *metricsFile, runs)
 	}
 	return cmd
 }
@@ -253,28 +213,6 @@ func checkMetricsFile(path string) error {
 		return usageErr("--metrics-file %s: its directory does not exist", path)
 	}
 	return nil
-}
-
-// selectModels makes the options of the config's models that names
-// selects, all of them when names is empty.
-func selectModels(cfg *config.File, names []string) ([]export.Options, error) {
-	var runs []export.Options
-	for _, n := range names {
-		if !slices.ContainsFunc(cfg.Models, func(m config.Model) bool { return m.Name == n }) {
-			return nil, usageErr("config has no model named %q", n)
-		}
-	}
-	for _, m := range cfg.Models {
-		if len(names) > 0 && !slices.Contains(names, m.Name) {
-			continue
-		}
-		o, err := optionsFromConfig(cfg, m)
-		if err != nil {
-			return nil, usageErr("%v", err)
-		}
-		runs = append(runs, o)
-	}
-	return runs, nil
 }
 
 // checkOptions checks one run's options before anything is connected or
@@ -301,24 +239,7 @@ func checkOptions(o *export.Options, destURL string) error {
 	if destURL == "" { // config validate of a config whose dest comes by flag
 		return nil
 	}
-	return checkDest(destURL, tenantOf(*o))
-}
-
-// multiError is the error of a multi-model run of which some models
-// failed: each model commits on its own, so it names those that did.
-func multiError(failed []error, done []string) error {
-	committed := "none"
-	if len(done) > 0 {
-		committed = strings.Join(done, ", ")
-	}
-	return fmt.Errorf("%d of %d models failed (committed: %s): %w", len(failed), len(failed)+len(done), committed, errors.Join(failed...))
-}
-
-func tenantOf(o export.Options) string {
-	if o.Source.Tenant == nil {
-		return ""
-	}
-	return *o.Source.Tenant
+	return checkDest(destURL, o.Source.Tenant)
 }
 
 func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error) {
@@ -379,13 +300,14 @@ func deref(s *string) string {
 // runs' row groups, unless GOMEMLIMIT says otherwise: without one the heap
 // grows to twice its live size, and an export's live size is mostly one
 // row group.
-func setMemoryLimit(env *environment, runs []export.Options) {
+func setMemoryLimit(env *environment, runs []job, parallel int) {
 	if env.getenv("GOMEMLIMIT") != "" {
 		return
 	}
 	rowGroup := int64(export.DefaultRowGroupBytes)
-	for _, o := range runs {
-		rowGroup = max(rowGroup, o.RowGroupBytes)
+	for _, j := range runs {
+		rowGroup = max(rowGroup, j.opts.RowGroupBytes)
 	}
-	debug.SetMemoryLimit(2*rowGroup + 64<<20)
+	// Each instance running at once holds its own row group.
+	debug.SetMemoryLimit(int64(max(1, min(parallel, len(runs))))*2*rowGroup + 64<<20)
 }

@@ -17,6 +17,7 @@ import (
 // exportJSON is one model of an export that committed.
 type exportJSON struct {
 	Model           string            `json:"model"`
+	Tenant          *string           `json:"tenant,omitempty"` // of a model instance with tenants (--config)
 	Seq             int64             `json:"seq"`
 	Kind            string            `json:"kind"`
 	RunID           string            `json:"run_id"`
@@ -34,15 +35,16 @@ type exportJSON struct {
 
 // exportErrorJSON is one model of an export that failed.
 type exportErrorJSON struct {
-	Model string `json:"model"`
-	Error string `json:"error"`
+	Model  string  `json:"model"`
+	Tenant *string `json:"tenant,omitempty"`
+	Error  string  `json:"error"`
 }
 
-func newExportJSON(model string, res *export.Result, err error) any {
+func newExportJSON(model string, tenant *string, res *export.Result, err error) any {
 	if err != nil {
-		return exportErrorJSON{Model: model, Error: oneLine(err.Error())}
+		return exportErrorJSON{Model: model, Tenant: tenant, Error: oneLine(err.Error())}
 	}
-	j := exportJSON{Model: model, Warnings: []string{}}
+	j := exportJSON{Model: model, Tenant: tenant, Warnings: []string{}}
 	c := res.Commit
 	j.Seq, j.Kind, j.RunID, j.Resumed, j.Watermark = c.Seq, c.Kind, c.RunID, res.Resumed, c.Watermark
 	if c.Interval != nil {
@@ -62,6 +64,7 @@ func newExportJSON(model string, res *export.Result, err error) any {
 // dedupeJSON is a dedupe: its commit, or why there was nothing to do.
 type dedupeJSON struct {
 	Model             string   `json:"model"`
+	Tenant            *string  `json:"tenant,omitempty"`
 	Committed         bool     `json:"committed"`
 	Reason            string   `json:"reason,omitempty"`
 	Seq               int64    `json:"seq,omitempty"`
@@ -80,8 +83,8 @@ type dedupeJSON struct {
 	Warnings          []string `json:"warnings"`
 }
 
-func newDedupeJSON(model string, res *dedupe.Result, took time.Duration) dedupeJSON {
-	j := dedupeJSON{Model: model, Committed: res.Commit != nil, Reason: res.Reason, Buckets: res.Layout.Buckets,
+func newDedupeJSON(model string, tenant *string, res *dedupe.Result, took time.Duration) dedupeJSON {
+	j := dedupeJSON{Model: model, Tenant: tenant, Committed: res.Commit != nil, Reason: res.Reason, Buckets: res.Layout.Buckets,
 		BucketsTouched: res.BucketsTouched, FullRewrite: res.FullRewrite, InputFiles: res.InputFiles, InputRows: res.InputRows,
 		InputBytes: res.InputBytes, OutputFiles: res.OutputFiles, OutputRows: res.OutputRows, OutputBytes: res.OutputBytes,
 		TombstonesDropped: res.TombstonesDropped, DurationSeconds: took.Seconds(), Warnings: []string{}}
@@ -97,15 +100,20 @@ func newDedupeJSON(model string, res *dedupe.Result, took time.Duration) dedupeJ
 // vacuumJSON is a vacuum, or what a dry run would do.
 type vacuumJSON struct {
 	Model             string   `json:"model"`
+	Tenant            *string  `json:"tenant,omitempty"`
 	DryRun            bool     `json:"dry_run"`
 	Deleted           []string `json:"deleted"` // object URLs
 	Bytes             int64    `json:"bytes"`
 	DeclaredAbandoned []string `json:"declared_abandoned"`
+	// Pruned are the object URLs of the run metadata (plans, checkpoints)
+	// deleted, or that would be; Bytes counts only Deleted.
+	Pruned []string `json:"pruned"`
 }
 
 // verifyJSON is a verify: ok, or the problems found.
 type verifyJSON struct {
 	Model    string   `json:"model"`
+	Tenant   *string  `json:"tenant,omitempty"`
 	OK       bool     `json:"ok"`
 	Checked  string   `json:"checked,omitempty"`
 	Problems []string `json:"problems"`

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -419,12 +418,19 @@ func (e *environment) failpoint() func(string) {
 // reads or rewrites a lake.
 type lakeFlags struct {
 	dest, model, tenant string
+	// tenantSet: tenant is set, even when empty (an instance of a fan-out).
+	tenantSet bool
+	// tenants holds the --tenant flags; with --config, several select
+	// tenants (fleetFlags.runLake).
+	tenants []string
+	// fleet is set when the command fans out with --config.
+	fleet bool
 }
 
 func (l *lakeFlags) register(fs *pflag.FlagSet, modelUsage string) {
 	fs.StringVar(&l.dest, "dest", "", "destination `URL`")
 	fs.StringVar(&l.model, "model", "", modelUsage)
-	fs.StringVar(&l.tenant, "tenant", "", "tenant `value` for a destination with a {tenant} placeholder")
+	fs.StringArrayVar(&l.tenants, "tenant", nil, "tenant `value` for a destination with a {tenant} placeholder")
 }
 
 // open opens the destination; a command that acts on one model needs it.
@@ -434,17 +440,39 @@ func (l *lakeFlags) open(ctx context.Context, needModel bool) (*destination.Dest
 	if err := l.check(needModel); err != nil {
 		return nil, err
 	}
-	return destination.Open(ctx, l.dest, l.tenant)
+	return destination.OpenTenant(ctx, l.dest, l.tenantPtr())
+}
+
+func (l *lakeFlags) tenantPtr() *string {
+	if !l.tenantSet {
+		return nil
+	}
+	return &l.tenant
+}
+
+// instanceTenant is the tenant of a model instance of a fan-out
+// (--config), which its JSON and metrics name; nil otherwise.
+func (l *lakeFlags) instanceTenant() *string {
+	if !l.fleet {
+		return nil
+	}
+	return l.tenantPtr()
 }
 
 func (l *lakeFlags) check(needModel bool) error {
+	if !l.fleet && l.tenants != nil {
+		if len(l.tenants) > 1 {
+			return usageErr("--tenant takes one value without --config")
+		}
+		l.tenant, l.tenantSet = l.tenants[0], true
+	}
 	switch {
 	case l.dest == "" && needModel, needModel && l.model == "":
 		return usageErr("--dest and --model are required")
 	case l.dest == "":
 		return usageErr("--dest is required")
 	}
-	return checkDest(l.dest, l.tenant)
+	return checkDest(l.dest, l.tenantPtr())
 }
 
 // checkDest finds, before anything is opened or created, the destination
@@ -452,20 +480,13 @@ func (l *lakeFlags) check(needModel bool) error {
 // destination, no bucket, a {tenant} placeholder without a tenant.
 // destination.Open also knows mem://, a fresh in-memory lake for tests,
 // which a command line must refuse: a run into it would vanish.
-func checkDest(raw, tenant string) error {
-	if strings.Contains(raw, "{tenant}") {
-		if tenant == "" {
-			return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", redact.URL(raw))
-		}
-		raw = strings.ReplaceAll(raw, "{tenant}", "tenant")
+func checkDest(raw string, tenant *string) error {
+	if strings.Contains(raw, "{tenant}") && tenant == nil {
+		return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", redact.URL(raw))
 	}
-	u, err := url.Parse(raw)
+	u, err := destination.ParseTenant(raw, tenant)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return usageErr("parse destination URL %q: %v", redact.URL(raw), err)
+		return usageErr("%v", err)
 	}
 	switch strings.ToLower(u.Scheme) {
 	case "":

@@ -13,7 +13,10 @@ import (
 
 // runFigures are what --metrics-file reports of one model's run.
 type runFigures struct {
-	model  string
+	model string
+	// tenant is that of a model instance of a fan-out (--config), which
+	// is labelled with it so that its series are its own.
+	tenant *string
 	failed bool
 	// Of a run that committed:
 	commit   *manifest.Commit
@@ -78,7 +81,11 @@ func writeMetricsFile(path, command string, figs []runFigures) error {
 		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", m.name, m.help, m.name)
 		for _, f := range figs {
 			if v, ok := m.value(f); ok {
-				fmt.Fprintf(&b, "%s{command=%s,model=%s} %s\n", m.name, strconv.Quote(command), strconv.Quote(f.model),
+				tenant := ""
+				if f.tenant != nil {
+					tenant = ",tenant=" + labelValue(*f.tenant)
+				}
+				fmt.Fprintf(&b, "%s{command=%s,model=%s%s} %s\n", m.name, strconv.Quote(command), strconv.Quote(f.model), tenant,
 					strconv.FormatFloat(v, 'g', -1, 64))
 			}
 		}
@@ -103,6 +110,14 @@ func writeMetricsFile(path, command string, figs []runFigures) error {
 		return fmt.Errorf("write metrics file: %w", err)
 	}
 	return nil
+}
+
+// labelValue quotes a label value as the text format escapes it: only
+// backslash, double quote and line feed. strconv.Quote would write \t or
+// \x escapes, which the format does not know, for a tenant that holds
+// them.
+func labelValue(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(v) + `"`
 }
 
 // watermarkTime reads a watermark as the instant it stands for: a

@@ -1,22 +1,26 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
+	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
 // statusLine is one commit of the watermark history.
 type statusLine struct {
 	Model     string            `json:"model"`
+	Tenant    *string           `json:"tenant,omitempty"` // of a model instance with tenants (--config)
 	Seq       int64             `json:"seq"`
 	Committed string            `json:"committed"`
 	Kind      string            `json:"kind"`
@@ -37,8 +41,10 @@ type statusLine struct {
 	// DurationSeconds is the run's time from its plan to this commit; null
 	// when the commit has no plan (vacuum) or the plan is gone.
 	DurationSeconds *float64 `json:"duration_seconds"`
-	planned         bool
-	committed       time.Time
+	// group is what the table names: the model, or the model instance of
+	// a tenant in a fan-out.
+	group     string
+	committed time.Time
 }
 
 func cmdStatus(env *environment) *cobra.Command {
@@ -57,73 +63,109 @@ object per commit per line (docs/cli.md describes its fields).`,
 	asJSON := fs.Bool("json", false, "print JSON, one object per commit per line (docs/cli.md)")
 	wide := fs.Bool("wide", false, "print every column: the interval, the run ID, removed files")
 	limit := fs.Int("limit", 0, "print only the last `N` commits of each model (0: all)")
+	var ff fleetFlags
+	// --json is status' own: the summary of a fleet stays text, on stderr.
+	ff.registerLake(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		if err := lake.check(false); err != nil {
-			return err
-		}
-		d, err := lake.open(ctx, false)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		models := []string{lake.model}
-		if lake.model == "" {
-			if models, err = manifest.ListModels(ctx, d); err != nil {
-				return err
-			}
-			if len(models) == 0 {
-				return fmt.Errorf("no models at %s", d)
-			}
-		}
-		var lines []statusLine
-		for _, m := range models {
-			log := manifest.NewLog(d, m)
-			n := 0
-			err := log.History(ctx, func(c *manifest.Commit) error {
-				n++
-				l := statusLine{Model: m, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
-					RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
-					ToBoundDetail: c.ToBoundDetail}
-				if c.Interval != nil {
-					l.From, l.To = c.Interval.From, &c.Interval.To
-				}
-				l.ToBound = nonEmpty(c.ToBound)
-				l.planned = c.RunID != ""
-				l.committed = c.Committed
-				lines = append(lines, l)
-				return nil
-			})
-			if err != nil {
-				return fmt.Errorf("read the log of %s: %w", m, err)
-			}
-			if n == 0 {
-				return fmt.Errorf("model %q has no commits at %s", m, d)
-			}
-		}
 		if *limit < 0 {
 			return usageErr("--limit %d is negative", *limit)
 		}
-		if *limit > 0 {
-			lines = lastCommits(lines, *limit)
-		}
-		if *asJSON {
-			enc := json.NewEncoder(env.stdout)
-			for _, l := range lines {
-				// A plan read per commit, only for --json: the table
-				// does not show durations.
-				if l.planned {
-					if p, err := manifest.NewLog(d, l.Model).ReadPlan(ctx, l.RunID); err == nil {
-						l.DurationSeconds = runDuration(p.Created, l.committed)
-					}
-				}
-				if err := enc.Encode(l); err != nil {
+		var mu sync.Mutex
+		var lines []statusLine
+		collect := func(ctx context.Context, _ *environment, lake *lakeFlags) error {
+			if err := lake.check(false); err != nil {
+				return err
+			}
+			d, err := lake.open(ctx, false)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			models := []string{lake.model}
+			if lake.model == "" {
+				if models, err = manifest.ListModels(ctx, d); err != nil {
 					return err
 				}
+				if len(models) == 0 {
+					return fmt.Errorf("no models at %s", d)
+				}
 			}
+			tenant := lake.instanceTenant()
+			var mine []statusLine
+			for _, m := range models {
+				group := m
+				if tenant != nil {
+					group = fleet.Instance{Model: m, Tenant: tenant}.String()
+				}
+				log := manifest.NewLog(d, m)
+				n := 0
+				err := log.History(ctx, func(c *manifest.Commit) error {
+					n++
+					l := statusLine{Model: m, Tenant: tenant, Seq: c.Seq, Committed: c.Committed.Format("2006-01-02T15:04:05Z"), Kind: c.Kind,
+						RunID: c.RunID, Watermark: c.Watermark, Added: len(c.Added), Removed: len(c.Removed), Metrics: c.Metrics, Warnings: c.Warnings,
+						ToBoundDetail: c.ToBoundDetail, group: group}
+					if c.Interval != nil {
+						l.From, l.To = c.Interval.From, &c.Interval.To
+					}
+					l.ToBound = nonEmpty(c.ToBound)
+					l.committed = c.Committed
+					mine = append(mine, l)
+					return nil
+				})
+				if err != nil {
+					return fmt.Errorf("read the log of %s: %w", m, err)
+				}
+				if n == 0 {
+					return fmt.Errorf("model %q has no commits at %s", m, d)
+				}
+			}
+			if *limit > 0 {
+				mine = lastCommits(mine, *limit)
+			}
+			if *asJSON {
+				for i, l := range mine {
+					// A plan read per commit, only for --json: the
+					// table does not show durations.
+					if l.RunID == "" {
+						continue
+					}
+					if p, err := manifest.NewLog(d, l.Model).ReadPlan(ctx, l.RunID); err == nil {
+						mine[i].DurationSeconds = runDuration(p.Created, l.committed)
+					}
+				}
+			}
+			mu.Lock()
+			lines = append(lines, mine...)
+			mu.Unlock()
 			return nil
 		}
-		return printStatus(env.stdout, lines, *wide)
+		var printErr error
+		print := func() {
+			if *limit > 0 {
+				lines = lastCommits(lines, *limit)
+			}
+			if *asJSON {
+				enc := json.NewEncoder(env.stdout)
+				for _, l := range lines {
+					if printErr = enc.Encode(l); printErr != nil {
+						return
+					}
+				}
+				return
+			}
+			printErr = printStatus(env.stdout, lines, *wide)
+		}
+		// The summary of a fleet goes to stderr: stdout is the table, or
+		// JSON lines.
+		summaryEnv := *env
+		summaryEnv.stdout = env.stderr
+		if err := ff.runLake(cmd.Context(), &summaryEnv, &lake, collect, print); err != nil {
+			return err
+		}
+		if ff.config == "" {
+			print()
+		}
+		return printErr
 	}
 	return cmd
 }
@@ -168,7 +210,7 @@ func lastCommits(lines []statusLine, n int) []statusLine {
 	var out []statusLine
 	for i := 0; i < len(lines); {
 		j := i
-		for j < len(lines) && lines[j].Model == lines[i].Model {
+		for j < len(lines) && lines[j].group == lines[i].group {
 			j++
 		}
 		out = append(out, lines[max(i, j-n):j]...)
@@ -196,8 +238,8 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 		if l.Removed > 0 {
 			files += fmt.Sprintf(" -%d", l.Removed)
 		}
-		model := l.Model
-		if i > 0 && lines[i-1].Model == l.Model && !wide {
+		model := l.group
+		if i > 0 && lines[i-1].group == l.group && !wide {
 			model = ""
 		}
 		if wide {
@@ -237,7 +279,7 @@ func boundNotes(w io.Writer, lines []statusLine) error {
 		if l.ToBound == nil || bound == "clock" || bound == "window" {
 			continue
 		}
-		k := key{l.Model, bound}
+		k := key{l.group, bound}
 		if counts[k] == 0 {
 			order = append(order, k)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -25,47 +26,54 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 	var (
 		olderThan = fs.Duration("older-than", 0, "retention: only removals and dead runs older than this `duration` (e.g. 168h)")
 		dryRun    = fs.Bool("dry-run", false, "list what would be deleted, change nothing")
-		asJSON    = fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
 	)
+	var ff fleetFlags
+	ff.registerLake(fs)
+	fs.BoolVar(&ff.json, "json", false, "print the result as one JSON object (docs/cli.md); with --config, one per model instance and the summary")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		if *olderThan <= 0 {
-			return usageErr("--older-than is required and must be positive")
-		}
-		d, err := lake.open(ctx, true)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		pr, stop := env.showProgress(lake.model, countObjects)
-		res, err := vacuum.Run(ctx, d, vacuum.Options{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-			Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
-		stop()
-		if err != nil {
-			return err
-		}
-		log := manifest.NewLog(d, lake.model)
-		if *asJSON {
-			j := vacuumJSON{Model: lake.model, DryRun: *dryRun, Deleted: []string{}, Bytes: res.Bytes, DeclaredAbandoned: []string{}}
-			for _, k := range res.Deleted {
-				j.Deleted = append(j.Deleted, d.ObjectURL(log.Key(k)))
+		return ff.runLake(cmd.Context(), env, &lake, func(ctx context.Context, env *environment, lake *lakeFlags) error {
+			if *olderThan <= 0 {
+				return usageErr("--older-than is required and must be positive")
 			}
-			j.DeclaredAbandoned = append(j.DeclaredAbandoned, res.Declared...)
-			return writeJSON(env.stdout, j)
-		}
-		verb := "deleted"
-		if *dryRun {
-			verb = "would delete"
-			for _, r := range res.Declared {
-				fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+			d, err := lake.open(ctx, true)
+			if err != nil {
+				return err
 			}
-		}
-		for _, k := range res.Deleted {
-			fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
-		}
-		fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes); %d runs or attempts declared abandoned\n",
-			lake.model, verb, len(res.Deleted), res.Bytes, len(res.Declared))
-		return nil
+			defer d.Close()
+			pr, stop := env.showProgress(lake.model, countObjects)
+			res, err := vacuum.Run(ctx, d, vacuum.Options{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
+				Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
+			stop()
+			if err != nil {
+				return err
+			}
+			log := manifest.NewLog(d, lake.model)
+			if ff.json {
+				j := vacuumJSON{Model: lake.model, Tenant: lake.instanceTenant(), DryRun: *dryRun, Deleted: []string{}, Bytes: res.Bytes,
+					DeclaredAbandoned: []string{}, Pruned: []string{}}
+				for _, k := range res.Deleted {
+					j.Deleted = append(j.Deleted, d.ObjectURL(log.Key(k)))
+				}
+				for _, k := range res.Pruned {
+					j.Pruned = append(j.Pruned, d.ObjectURL(log.Key(k)))
+				}
+				j.DeclaredAbandoned = append(j.DeclaredAbandoned, res.Declared...)
+				return writeJSON(env.stdout, j)
+			}
+			verb := "deleted"
+			if *dryRun {
+				verb = "would delete"
+				for _, r := range res.Declared {
+					fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+				}
+			}
+			for _, k := range append(res.Deleted, res.Pruned...) {
+				fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
+			}
+			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes) and %d run metadata objects; %d runs or attempts declared abandoned\n",
+				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Pruned), len(res.Declared))
+			return nil
+		}, nil)
 	}
 	return cmd
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -24,39 +25,41 @@ problem is printed on a line of its own; any makes it exit 1.`,
 	fs := cmd.Flags()
 	var lake lakeFlags
 	lake.register(fs, "model `name`")
-	asJSON := fs.Bool("json", false, "print the result as one JSON object (docs/cli.md)")
+	var ff fleetFlags
+	ff.registerLake(fs)
+	fs.BoolVar(&ff.json, "json", false, "print the result as one JSON object (docs/cli.md); with --config, one per model instance and the summary")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		ctx := cmd.Context()
-		d, err := lake.open(ctx, true)
-		if err != nil {
-			return err
-		}
-		defer d.Close()
-		problems, checked, err := manifest.NewLog(d, lake.model).Verify(ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			j := verifyJSON{Model: lake.model, OK: len(problems) == 0, Problems: append([]string{}, problems...)}
-			if j.OK {
-				j.Checked = checked
-			}
-			if err := writeJSON(env.stdout, j); err != nil {
+		return ff.runLake(cmd.Context(), env, &lake, func(ctx context.Context, env *environment, lake *lakeFlags) error {
+			d, err := lake.open(ctx, true)
+			if err != nil {
 				return err
 			}
-		}
-		for _, p := range problems {
-			if !*asJSON {
-				fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+			defer d.Close()
+			problems, checked, err := manifest.NewLog(d, lake.model).Verify(ctx)
+			if err != nil {
+				return err
 			}
-		}
-		if len(problems) > 0 {
-			return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
-		}
-		if !*asJSON {
-			fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
-		}
-		return nil
+			if ff.json {
+				j := verifyJSON{Model: lake.model, Tenant: lake.instanceTenant(), OK: len(problems) == 0, Problems: append([]string{}, problems...)}
+				if j.OK {
+					j.Checked = checked
+				}
+				if err := writeJSON(env.stdout, j); err != nil {
+					return err
+				}
+			} else {
+				for _, p := range problems {
+					fmt.Fprintf(env.stdout, "%s: %s\n", lake.model, p)
+				}
+			}
+			if len(problems) > 0 {
+				return fmt.Errorf("%d problems in the committed state of %s at %s (first: %s)", len(problems), lake.model, d, problems[0])
+			}
+			if !ff.json {
+				fmt.Fprintf(env.stdout, "%s: ok, %s\n", lake.model, checked)
+			}
+			return nil
+		}, nil)
 	}
 	return cmd
 }

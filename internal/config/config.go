@@ -51,6 +51,12 @@ type Model struct {
 	ModifiedAt   string  `yaml:"modified_at"`
 	TenantColumn string  `yaml:"tenant_column"`
 	Tenant       *string `yaml:"tenant"`
+	// Tenants and TenantsQuery fan the model out: one model instance per
+	// tenant, with its own state under the destination's {tenant}.
+	// TenantsQuery returns one text column and is run at the start of
+	// each command; a tenant no longer returned is left alone.
+	Tenants      []string `yaml:"tenants"`
+	TenantsQuery string   `yaml:"tenants_query"`
 	Tuning       `yaml:",inline"`
 }
 
@@ -334,6 +340,9 @@ func (f *File) Validate() error {
 		if len(m.PrimaryKey) == 0 || m.ModifiedAt == "" {
 			return fmt.Errorf("config: model %q needs primary_key and modified_at", m.Name)
 		}
+		if err := m.validateTenants(); err != nil {
+			return fmt.Errorf("config: model %q: %w", m.Name, err)
+		}
 		t := f.Defaults.Merge(m.Tuning)
 		if _, err := t.LookbackDuration(); err != nil {
 			return fmt.Errorf("config: model %q: %w", m.Name, err)
@@ -351,6 +360,39 @@ func (f *File) Validate() error {
 			if _, err := time.LoadLocation(t.TimeZone); err != nil {
 				return fmt.Errorf("config: model %q: time_zone %q is not an IANA time zone", m.Name, t.TimeZone)
 			}
+		}
+	}
+	return nil
+}
+
+// FansOut says whether the model is one instance per tenant.
+func (m *Model) FansOut() bool { return m.Tenants != nil || m.TenantsQuery != "" }
+
+func (m *Model) validateTenants() error {
+	ways := 0
+	for _, set := range []bool{m.Tenant != nil, m.Tenants != nil, m.TenantsQuery != ""} {
+		if set {
+			ways++
+		}
+	}
+	switch {
+	case ways > 1:
+		return errors.New("give one of tenant, tenants and tenants_query")
+	case ways == 1 && m.TenantColumn == "":
+		return errors.New("tenant, tenants and tenants_query need a tenant_column")
+	case ways == 0 && m.TenantColumn != "":
+		return errors.New("a tenant_column needs tenant, tenants or tenants_query")
+	case m.Tenants != nil && len(m.Tenants) == 0:
+		return errors.New("tenants lists no tenant")
+	}
+	seen := make(map[string]bool, len(m.Tenants))
+	for _, t := range m.Tenants {
+		if seen[t] {
+			return fmt.Errorf("tenant %q is listed twice", t)
+		}
+		seen[t] = true
+		if strings.IndexByte(t, 0) >= 0 {
+			return fmt.Errorf("tenant %q holds a NUL byte, which no PostgreSQL text value can", t)
 		}
 	}
 	return nil

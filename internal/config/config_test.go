@@ -43,6 +43,13 @@ func TestParseRefuses(t *testing.T) {
 		{"negative lookback", strings.Replace(oneModel, "2m", "-2m", 1), "negative"},
 		{"bad size", strings.Replace(oneModel, "lookback: 2m", "target_file_size: lots", 1), "target_file_size"},
 		{"table and query", strings.Replace(oneModel, "table: public.orders", "table: t\n    source_query: SELECT 1", 1), "exactly one of table and source_query"},
+		{"tenants without column", strings.Replace(oneModel, "lookback: 2m", "tenants: [a]", 1), "need a tenant_column"},
+		{"tenants and query", strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants: [a]\n    tenants_query: SELECT 1", 1), "one of tenant, tenants and tenants_query"},
+		{"tenant and tenants", strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants: [a]\n    tenant: b", 1), "one of tenant, tenants and tenants_query"},
+		{"column without tenants", strings.Replace(oneModel, "lookback: 2m", "tenant_column: org", 1), "needs tenant, tenants or tenants_query"},
+		{"empty tenants", strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants: []", 1), "lists no tenant"},
+		{"tenant twice", strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants: [a, b, a]", 1), `tenant "a" is listed twice`},
+		{"tenant with NUL", strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants: [\"a\\0b\"]", 1), "NUL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{"PW": "hunter2"}
@@ -145,6 +152,22 @@ func TestPasswordEnv(t *testing.T) {
 	}
 	if _, err := Parse([]byte(doc), lookup(nil)); err == nil || !strings.Contains(err.Error(), "HW_PW") {
 		t.Fatalf("unset password_env: %v", err)
+	}
+}
+
+func TestParseTenants(t *testing.T) {
+	doc := strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants: [\"\", a/b, \"two words\"]", 1)
+	f, err := Parse([]byte(doc), lookup(map[string]string{"PW": "x"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.Models[0]
+	if !m.FansOut() || len(m.Tenants) != 3 || m.Tenants[0] != "" || m.Tenants[1] != "a/b" {
+		t.Fatalf("tenants %q", m.Tenants)
+	}
+	doc = strings.Replace(oneModel, "lookback: 2m", "tenant_column: org\n    tenants_query: SELECT org FROM orgs", 1)
+	if f, err = Parse([]byte(doc), lookup(map[string]string{"PW": "x"})); err != nil || !f.Models[0].FansOut() {
+		t.Fatalf("tenants_query: %v", err)
 	}
 }
 

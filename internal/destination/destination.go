@@ -14,7 +14,6 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"unicode"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/objstore/azure"
@@ -43,22 +42,22 @@ func (d *Destination) ObjectURL(key string) string {
 func (d *Destination) String() string { return d.base }
 
 // Open parses raw and opens its backend. tenant replaces a {tenant}
-// placeholder, path-escaped. The prefix may not contain "." or ".." segments.
+// placeholder (see TenantSegment); an empty tenant means none is set, so
+// a placeholder is then an error. OpenTenant opens for any tenant value,
+// the empty string included.
 func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
-	if strings.Contains(raw, "{tenant}") {
-		if tenant == "" {
-			return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", redact.URL(raw))
-		}
-		// A tenant names exactly one path segment: it may never reach
-		// another tenant's prefix or climb out of its own.
-		if tenant == "." || tenant == ".." || strings.ContainsAny(tenant, "/\\") || strings.IndexFunc(tenant, unicode.IsControl) >= 0 {
-			return nil, fmt.Errorf("tenant %q cannot be used in a destination path: a tenant names one path segment, without slashes or control characters", tenant)
-		}
-		raw = strings.ReplaceAll(raw, "{tenant}", url.PathEscape(tenant))
+	if tenant == "" {
+		return OpenTenant(ctx, raw, nil)
 	}
-	u, err := url.Parse(raw)
+	return OpenTenant(ctx, raw, &tenant)
+}
+
+// OpenTenant is Open for a tenant that may be any value, or nil for none.
+// The prefix may not contain "." or ".." segments.
+func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, error) {
+	u, err := ParseTenant(raw, tenant)
 	if err != nil {
-		return nil, &redact.Error{Msg: fmt.Sprintf("parse destination URL %q: %s", redact.URL(raw), redact.ParseError(raw, err)), Err: err}
+		return nil, err
 	}
 	switch u.Scheme {
 	case "":
@@ -138,6 +137,63 @@ func openCloud[B checker](open func(context.Context, *url.URL) (B, error)) func(
 		}
 		return retry.New(b, policy), nil
 	}
+}
+
+// placeholder is what a destination URL holds where the tenant goes.
+const placeholder = "{tenant}"
+
+// ParseTenant parses raw and puts the tenant's segment (TenantSegment) in
+// the place of a {tenant} placeholder in its path. The placeholder is
+// replaced after parsing, in the decoded path, so the escapes stay in the
+// object keys as they are: decoding them would turn a tenant's %2F back
+// into a slash, and two tenants into one prefix.
+func ParseTenant(raw string, tenant *string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, &redact.Error{Msg: fmt.Sprintf("parse destination URL %q: %s", redact.URL(raw), redact.ParseError(raw, err)), Err: err}
+	}
+	if !strings.Contains(raw, placeholder) {
+		return u, nil
+	}
+	if !strings.Contains(u.Path, placeholder) || strings.Contains(u.Host+u.RawQuery+u.Fragment, placeholder) {
+		return nil, fmt.Errorf("destination %q: the {tenant} placeholder belongs in the path, after the bucket", redact.URL(raw))
+	}
+	if tenant == nil {
+		return nil, fmt.Errorf("destination %q has a {tenant} placeholder but no tenant is set", redact.URL(raw))
+	}
+	seg, err := TenantSegment(*tenant)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = strings.ReplaceAll(u.Path, placeholder, seg)
+	u.RawPath = ""
+	return u, nil
+}
+
+// TenantSegment is the path segment that holds a tenant's lake: its
+// url.PathEscape, which escapes '/', '%', spaces, control and non-ASCII
+// bytes, so that every tenant is exactly one segment and two tenants never
+// share one. PathEscape leaves three values that are not usable segments,
+// and they get encodings that PathEscape itself never produces:
+//
+//	""   -> %00   (PostgreSQL text cannot hold NUL, so no tenant is "\x00")
+//	"."  -> %2E
+//	".." -> %2E%2E
+//
+// A tenant holding NUL is refused for the same reason: no row can match it.
+func TenantSegment(tenant string) (string, error) {
+	switch tenant {
+	case "":
+		return "%00", nil
+	case ".":
+		return "%2E", nil
+	case "..":
+		return "%2E%2E", nil
+	}
+	if strings.IndexByte(tenant, 0) >= 0 {
+		return "", fmt.Errorf("tenant %q holds a NUL byte, which no PostgreSQL text value can", tenant)
+	}
+	return url.PathEscape(tenant), nil
 }
 
 func checkSegments(p string) error {

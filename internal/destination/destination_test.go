@@ -38,6 +38,8 @@ func TestBadURLs(t *testing.T) {
 		{"s3:///lake", "names no bucket"},
 		{"/just/a/path", "has no scheme"},
 		{"s3://bucket/{tenant}/lake", "no tenant is set"},
+		{"s3://{tenant}/lake", "in host name"},
+		{"s3://bucket/lake?prefix={tenant}", "belongs in the path"},
 	} {
 		_, err := destination.Open(ctx, c.raw, "")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -90,8 +92,8 @@ func TestS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The tenant is path-escaped into the URL, so the key holds it decoded.
-	roundTrip(t, "s3://"+name+"/lake/{tenant}", under, "lake/acme corp")
+	// The tenant's segment is its path escape, kept escaped in the key.
+	roundTrip(t, "s3://"+name+"/lake/{tenant}", under, "lake/acme%20corp")
 
 	// The endpoint may come from the URL instead of the environment.
 	t.Setenv("AWS_ENDPOINT_URL_S3", "")
@@ -177,5 +179,46 @@ func TestAzure(t *testing.T) {
 	_, err := destination.Open(t.Context(), "azblob://hw-there-is-no-such-container/lake", "")
 	if !errors.Is(err, objstore.ErrPermanent) || !strings.Contains(err.Error(), `"hw-there-is-no-such-container" does not exist`) {
 		t.Fatalf("missing container: %v", err)
+	}
+}
+
+// TestTenantSegments opens a file destination for tenants that are not
+// plain names: each must land in exactly one segment of its own, directly
+// under the destination's parent, and no two may share one.
+func TestTenantSegments(t *testing.T) {
+	root := t.TempDir()
+	tenants := []string{"", ".", "..", "a/b", "a%2Fb", "../x", `back\slash`, "two words", "ünï 码", "%00", "%2E", "~", "a;b?c#d", "\t"}
+	seen := map[string]string{}
+	for _, tenant := range tenants {
+		d, err := destination.OpenTenant(t.Context(), "file://"+root+"/lake/{tenant}/x", &tenant)
+		if err != nil {
+			t.Fatalf("open for tenant %q: %v", tenant, err)
+		}
+		if err := d.Put(t.Context(), "m/k", strings.NewReader(tenant), objstore.PutOptions{IfNotExist: true}); err != nil {
+			t.Fatalf("put for tenant %q: %v", tenant, err)
+		}
+		d.Close()
+		seg, err := destination.TenantSegment(tenant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other, ok := seen[seg]; ok {
+			t.Fatalf("tenants %q and %q share the segment %q", other, tenant, seg)
+		}
+		seen[seg] = tenant
+		got, err := os.ReadFile(root + "/lake/" + seg + "/x/m/k")
+		if err != nil || string(got) != tenant {
+			t.Fatalf("tenant %q: segment %q holds %q, %v", tenant, seg, got, err)
+		}
+	}
+	entries, err := os.ReadDir(root + "/lake")
+	if err != nil || len(entries) != len(tenants) {
+		t.Fatalf("lake holds %d entries, want one per tenant (%d): %v", len(entries), len(tenants), err)
+	}
+	if _, err := destination.TenantSegment("a\x00b"); err == nil {
+		t.Fatal("a tenant with NUL was accepted")
+	}
+	if _, err := destination.Open(t.Context(), "file://"+root+"/{tenant}", ""); err == nil || !strings.Contains(err.Error(), "no tenant is set") {
+		t.Fatalf("open without a tenant: %v", err)
 	}
 }

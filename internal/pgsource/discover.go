@@ -350,6 +350,11 @@ func (s *Source) checkIndexes(ctx context.Context, t *Table, rel uint32) error {
 		return s.classify("read indexes", err)
 	}
 	defer rows.Close()
+	// Pages read one tenant at a time: its index leads with the tenant.
+	lead := []string{t.ModifiedAt}
+	if t.TenantColumn != "" {
+		lead = []string{t.TenantColumn, t.ModifiedAt}
+	}
 	unique, ordered := false, false
 	for rows.Next() {
 		var isUnique bool
@@ -364,7 +369,7 @@ func (s *Source) checkIndexes(ctx context.Context, t *Table, rel uint32) error {
 		if isUnique && len(cols) > 0 && subset(cols, t.PrimaryKey) {
 			unique = true
 		}
-		if len(cols) > 0 && cols[0] == t.ModifiedAt {
+		if slices.Equal(cols[:min(len(cols), len(lead))], lead) {
 			ordered = true
 		}
 	}
@@ -376,13 +381,19 @@ func (s *Source) checkIndexes(ctx context.Context, t *Table, rel uint32) error {
 			t.Relation, strings.Join(t.PrimaryKey, ", "), ErrBadModel)
 	}
 	if !ordered {
-		cols := make([]string, 0, len(t.PrimaryKey)+1)
-		for _, c := range append([]string{t.ModifiedAt}, t.PrimaryKey...) {
-			cols = append(cols, quoteIdent(c))
+		var cols []string
+		for _, c := range append(slices.Clone(lead), t.PrimaryKey...) {
+			if q := quoteIdent(c); !slices.Contains(cols, q) {
+				cols = append(cols, q)
+			}
+		}
+		leads := fmt.Sprintf("%q", t.ModifiedAt)
+		if t.TenantColumn != "" {
+			leads = fmt.Sprintf("(%q, %q)", t.TenantColumn, t.ModifiedAt)
 		}
 		t.Warnings = append(t.Warnings, fmt.Sprintf(
-			"no index on %s leads with %q: every page scans the table; create one on (%s)",
-			t.Relation, t.ModifiedAt, strings.Join(cols, ", ")))
+			"no index on %s leads with %s: every page scans the table; create one on (%s)",
+			t.Relation, leads, strings.Join(cols, ", ")))
 	}
 	return nil
 }
