@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
@@ -193,5 +194,21 @@ func TestParseErrorsByStructure(t *testing.T) {
 				t.Errorf("%s, PW=%q: got %q", tc.name, pw, msg)
 			}
 		}
+	}
+}
+
+// TestErrorLinesAreTheFiles: the expanded tree is encoded again before it
+// is decoded strictly, and the encoding collapses runs of blank lines, so
+// an error's line is mapped back to the file's own line.
+func TestErrorLinesAreTheFiles(t *testing.T) {
+	doc := strings.Replace(oneModel, "lookback: 2m", "page_rows: ${ROWS}", 1)
+	doc = strings.Replace(doc, "dest: file:///lake\n", "dest: file:///lake\n\n\n\n# models follow\n\n\n", 1)
+	want := strings.Count(doc[:strings.Index(doc, "page_rows")], "\n") + 1
+	_, err := Parse([]byte(doc), lookup(map[string]string{"PW": "x", "ROWS": "many"}))
+	if err == nil {
+		t.Fatal("page_rows: many was taken")
+	}
+	if msg := err.Error(); !strings.Contains(msg, fmt.Sprintf("line %d: cannot unmarshal !!str `${ROWS}`", want)) {
+		t.Fatalf("want the file's line %d and its own text, got %q", want, msg)
 	}
 }
