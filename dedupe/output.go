@@ -18,8 +18,9 @@ import (
 // outputs writes the winners of one bucket at a time into files of one
 // schema, each streamed to the store while it is encoded. Its row groups
 // are encoded by a pool of encoders shared by every bucket being rewritten
-// (up to window at once for this one), and committed to the file in order,
-// so that one bucket uses every core.
+// (up to window at once for this one, as many as their bytes in the gate
+// allow), and committed to the file in order, so that one bucket uses every
+// core.
 type outputs struct {
 	ctx      context.Context
 	bucket   objstore.Bucket
@@ -36,16 +37,20 @@ type outputs struct {
 	rowGroup int64 // raw bytes of one row group
 	modKind  watermark.Kind
 	enc      *encoders
-	window   int // row groups handed to the encoders at once
-	files    []manifest.File
-	bytesOut int64
-	rowsOut  int64
-	progress *progress.Counter
-	part     *outPart
-	partOf   int      // the bucket of part
-	fill     *rgJob   // the row group being filled
-	pending  []*rgJob // handed to the encoders, in file order
-	spare    []*rgJob
+	window   int   // row groups handed to the encoders at once
+	gate     *gate // the bytes of the row groups in flight, of every bucket
+	// maxGroups rolls a file at that many row groups: the writer holds
+	// every row group's metadata (and page indexes) until the footer.
+	maxGroups int
+	files     []manifest.File
+	bytesOut  int64
+	rowsOut   int64
+	progress  *progress.Counter
+	part      *outPart
+	partOf    int      // the bucket of part
+	fill      *rgJob   // the row group being filled
+	pending   []*rgJob // handed to the encoders, in file order
+	spare     []*rgJob
 	// inFlight is the most row groups that were being encoded at once.
 	inFlight int
 }
@@ -56,6 +61,10 @@ type outPart struct {
 	w        *formats.FileWriter
 	min, max int64
 	anyMod   bool
+	// sizes[i] is the file's size once its row groups up to i are
+	// committed; handed counts the row groups handed to the encoders.
+	sizes  []int64
+	handed int
 }
 
 // rgJob is one row group on its way through an encoder: the rows as
@@ -67,6 +76,7 @@ type rgJob struct {
 	offs     []int // offs[i] is where row i begins in data
 	min, max int64
 	anyMod   bool
+	charge   int64 // bytes taken from the gate
 	done     chan error
 }
 
@@ -139,6 +149,14 @@ func (o *outputs) add(bucket int, rec []byte) error {
 			return err
 		}
 	}
+	row := recRow(rec)
+	// A row group never holds more than rowGroup bytes, but for one row
+	// wider than that alone: the gate's room is counted in them.
+	if j := o.fill; j != nil && len(j.offs) > 0 && int64(len(j.data)+len(row)) > o.rowGroup {
+		if err := o.submit(); err != nil {
+			return err
+		}
+	}
 	j := o.fill
 	if j == nil {
 		if n := len(o.spare); n > 0 {
@@ -159,33 +177,40 @@ func (o *outputs) add(bucket int, rec []byte) error {
 		j.anyMod = true
 	}
 	j.offs = append(j.offs, len(j.data))
-	j.data = append(j.data, recRow(rec)...)
+	j.data = append(j.data, row...)
 	if int64(len(j.data)) >= o.rowGroup {
 		return o.submit()
 	}
 	return nil
 }
 
-// submit hands the filled row group to the encoders. The file rolls when
-// the row groups committed so far reach the target: with up to window row
-// groups in flight, a file passes the target by at most window-1 row
-// groups, and since commits happen at fixed points of the sequence, the
-// files come out the same however fast the encoders are.
+// rowGroupCharge is what a row group of raw record bytes holds until it
+// is appended to its file: the records, and as much again for its encoded
+// pages and the encoders' page buffers (zstd does not make incompressible
+// pages smaller).
+func rowGroupCharge(raw int64) int64 { return 2 * raw }
+
+// submit hands the filled row group to the encoders, once the gate has
+// room for it; while it has none, the bucket's own oldest row groups are
+// committed first, and only a bucket with nothing in flight waits for
+// others. The file rolls when all but the last window-1 row groups handed
+// out reach the target (so a file passes it by at most window-1 row
+// groups), or at maxGroups row groups. Both are points of the sequence of
+// row groups, not of the encoders' progress, so the files come out the
+// same however fast the encoders are and whatever the gate let through.
 func (o *outputs) submit() error {
 	j := o.fill
 	if j == nil {
 		return nil
 	}
 	o.fill = nil
-	if len(o.pending) >= o.window {
+	for len(o.pending) >= o.window {
 		if err := o.commitOldest(); err != nil {
 			o.recycle(j)
 			return err
 		}
 	}
-	// Row groups are committed whole, so the estimate is the bytes
-	// written: the one rule by which files roll.
-	if o.part.w.EstimatedSize() >= o.target {
+	if o.rolls() {
 		err := o.drain()
 		if err == nil {
 			err = o.closePart()
@@ -198,7 +223,20 @@ func (o *outputs) submit() error {
 			return err
 		}
 	}
+	j.charge = rowGroupCharge(int64(len(j.data)))
+	for !o.gate.tryAcquire(j.charge) {
+		if len(o.pending) == 0 {
+			o.gate.acquire(j.charge)
+			break
+		}
+		if err := o.commitOldest(); err != nil {
+			j.charge = 0
+			o.recycle(j)
+			return err
+		}
+	}
 	p := o.part
+	p.handed++
 	j.part, j.rg = p, formats.BeginRowGroup(p.w)
 	if j.anyMod {
 		if !p.anyMod || j.min < p.min {
@@ -215,6 +253,17 @@ func (o *outputs) submit() error {
 	return nil
 }
 
+// rolls says whether the next row group starts a new file. Row groups are
+// committed whole, so a size after a commit is the bytes written.
+func (o *outputs) rolls() bool {
+	p := o.part
+	if p.handed >= o.maxGroups {
+		return true
+	}
+	k := p.handed - (o.window - 1) // the row groups the rule looks at
+	return k > 0 && p.sizes[k-1] >= o.target
+}
+
 // commitOldest waits for the oldest row group in flight and appends it to
 // its file.
 func (o *outputs) commitOldest() error {
@@ -228,6 +277,7 @@ func (o *outputs) commitOldest() error {
 		return fmt.Errorf("write %s: %w", j.part.file.Key, err)
 	}
 	j.part.file.Rows += int64(len(j.offs))
+	j.part.sizes = append(j.part.sizes, j.part.w.EstimatedSize())
 	return nil
 }
 
@@ -241,6 +291,7 @@ func (o *outputs) drain() error {
 }
 
 func (o *outputs) recycle(j *rgJob) {
+	o.gate.release(j.charge)
 	*j = rgJob{data: j.data[:0], offs: j.offs[:0], done: j.done}
 	o.spare = append(o.spare, j)
 }
@@ -306,6 +357,7 @@ func (o *outputs) closePart() error {
 func (o *outputs) abort() {
 	for _, j := range o.pending {
 		<-j.done
+		o.gate.release(j.charge)
 	}
 	o.pending, o.fill = nil, nil
 	if o.part != nil {

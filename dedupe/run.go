@@ -25,19 +25,8 @@ import (
 // or a full refresh committed meanwhile.
 const maxRounds = 5
 
-// maxWorkers bounds the files decoded and the buckets rewritten at once.
-const maxWorkers = 4
-
-// workerHeap is the Go memory one more worker needs to be worth it: each
-// holds an input file's pages, a zstd encoder, a row group and a share of
-// the sort budget. Under a tight limit more workers only make the
-// collector run without end (a 64 MiB limit took 70% more CPU with two).
-const workerHeap = 32 << 20
-
 // workers is how many files or buckets a run processes at once.
-func (r *runner) workers() int {
-	return max(1, min(runtime.GOMAXPROCS(0), maxWorkers, int(r.budget.goLimit/workerHeap)))
-}
+func (r *runner) workers() int { return r.budget.workers }
 
 // Result describes a dedupe.
 type Result struct {
@@ -62,6 +51,10 @@ type Result struct {
 	// RowGroupsAtOnce is the most row groups of one bucket that were handed
 	// to the encoders at once: above 1, one bucket used several cores.
 	RowGroupsAtOnce int
+	// LeastMemoryLimit is the least MemoryLimit this process can keep:
+	// the binary's resident pages, the slack and the least Go heap. Under
+	// it the run went on and logged a warning.
+	LeastMemoryLimit int64
 	// Rounds counts the attempts, >1 when it had to start over.
 	Rounds   int
 	Rebased  bool
@@ -91,16 +84,17 @@ func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Res
 		files = fileReserve
 	}
 	r := &runner{opts: opts, dest: dest, log: manifest.NewLog(dest, opts.Model),
-		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files, heapInUse())}
-	if r.budget.goLimit+files+slack > opts.MemoryLimit {
+		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files, heapInUse(), runtime.GOMAXPROCS(0))}
+	res := &Result{LeastMemoryLimit: feasible(files)}
+	if res.LeastMemoryLimit > opts.MemoryLimit {
 		r.logger.Warn("the memory limit is too small for this process; it will be exceeded",
-			"limit", opts.MemoryLimit, "binary_resident", files, "go_minimum", minGoLimit)
+			"limit", opts.MemoryLimit, "least", res.LeastMemoryLimit, "binary_resident", files, "go_minimum", minGoLimit)
 	}
 	prev := debug.SetMemoryLimit(r.budget.goLimit)
 	defer debug.SetMemoryLimit(prev)
 	r.logger.Debug("memory budget", "limit", opts.MemoryLimit, "binary_resident", files, "go_limit", r.budget.goLimit,
-		"sort", r.budget.sortBytes, "row_group", r.budget.rowGroupBytes, "spill_buffers", r.budget.spillBuffers)
-	res := &Result{}
+		"workers", r.budget.workers, "sort", r.budget.sortBytes, "row_groups", r.budget.rowGroupBytes,
+		"row_group_metadata", r.budget.metaBytes, "spill_buffers", r.budget.spillBuffers)
 	for round := 1; round <= maxRounds; round++ {
 		res.Rounds = round
 		again, err := r.round(ctx, res)
@@ -246,7 +240,7 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	if err != nil {
 		return false, err
 	}
-	*res = Result{Layout: w.layout, FullRewrite: w.full, Rounds: res.Rounds}
+	*res = Result{Layout: w.layout, FullRewrite: w.full, Rounds: res.Rounds, LeastMemoryLimit: res.LeastMemoryLimit}
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
 	res.TombstonesDropped, res.SortRuns, res.RowGroupsAtOnce = stats.dropped, stats.sortRuns, stats.inFlight
@@ -601,17 +595,26 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		outSchema = parquet.NewSchema(schema.Name(), withCodec(schema, cs))
 	}
 	enc := startEncoders(workers)
-	// The row group share holds, per bucket, the row groups in the
-	// encoders and the one being filled.
+	// The row group share holds the raw bytes of, per bucket, the row
+	// group being filled and those in the encoders; these hold as much
+	// again in encoded pages (rowGroupCharge). The gate takes what the
+	// encoders hold, whatever the buckets' progress.
 	stats.rowGroupsHeld = lanes * (window + 1)
 	rowGroup := max(1, r.budget.rowGroupBytes/int64(stats.rowGroupsHeld))
+	g := newGate(int64(lanes*window) * rowGroupCharge(rowGroup))
+	// Each bucket being rewritten has one file open, whose row groups'
+	// metadata grows until its footer.
+	maxGroups := 1 << 30
+	if schema != nil {
+		maxGroups = int(max(1, r.budget.metaBytes/int64(lanes)/int64(len(schema.Columns())*groupMetaBytes)))
+	}
 	attempt := manifest.NewID()[:12]
 	var seq atomic.Int64
 	outs := make([]*outputs, lanes)
 	for i := range outs {
 		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: rowGroup, modKind: w.modKind, codec: cs, schema: outSchema,
-			enc: enc, window: window,
+			enc: enc, window: window, gate: g, maxGroups: maxGroups,
 			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
 				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
 		if len(stats.inputs) > 0 {

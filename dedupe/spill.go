@@ -197,7 +197,64 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 		}
 	}
 	s.arena, s.offs = nil, nil // the merge needs the memory
+	// Each run read at once takes a buffer of at least minMergeBuf, so
+	// many runs are merged a group at a time into fewer, longer runs
+	// until one merge reads them all within the budget.
+	for fanIn := s.fanIn(); len(runs) > fanIn; {
+		var next []*os.File
+		for len(runs) > 0 {
+			group := runs[:min(fanIn, len(runs))]
+			runs = runs[len(group):]
+			rf, err := s.mergeRun(group)
+			if err != nil {
+				runs = append(runs, group...) // closed by the deferred func
+				return err
+			}
+			next = append(next, rf)
+		}
+		runs = next
+	}
 	return s.merge(runs, emit)
+}
+
+// minMergeBuf is the least read buffer of one run in a merge: below it
+// the merge spends its time in reads.
+const minMergeBuf = 16 << 10
+
+// fanIn is how many runs one merge reads at once: their buffers take half
+// of the budget.
+func (s *sorter) fanIn() int {
+	return int(max(2, s.budget/2/minMergeBuf))
+}
+
+// mergeRun merges a group of runs into one run of their winners, and
+// removes them.
+func (s *sorter) mergeRun(group []*os.File) (*os.File, error) {
+	f, err := s.dir.create("run")
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	err = s.merge(group, func(rec []byte) error {
+		_, err := w.Write(rec)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("merge sort runs: %w", err)
+	}
+	for _, r := range group {
+		r.Close()
+		os.Remove(r.Name())
+	}
+	return f, nil
 }
 
 // fill reads records into the arena until the budget is reached.
@@ -334,7 +391,7 @@ func (s *sorter) writeRun() (*os.File, error) {
 // merge k-way merges sorted runs and emits the first record of each key.
 // Each run's reader buffers a share of the budget.
 func (s *sorter) merge(runs []*os.File, emit func(rec []byte) error) error {
-	bufSize := int(max(16<<10, min(1<<20, s.budget/int64(2*len(runs)))))
+	bufSize := int(max(minMergeBuf, min(1<<20, s.budget/int64(2*len(runs)))))
 	h := &runHeap{}
 	for _, f := range runs {
 		rr := &recordReader{r: bufio.NewReaderSize(f, bufSize)}
