@@ -153,6 +153,8 @@ type sorter struct {
 	chunks [][]sortEnt
 	// runsWritten counts sort runs spilled, for the log and the tests.
 	runsWritten int
+	// mergeWidth is the most runs one merge read at once.
+	mergeWidth int
 }
 
 // run sorts the records of f, of size bytes, and emits each key's winner
@@ -391,6 +393,7 @@ func (s *sorter) writeRun() (*os.File, error) {
 // merge k-way merges sorted runs and emits the first record of each key.
 // Each run's reader buffers a share of the budget.
 func (s *sorter) merge(runs []*os.File, emit func(rec []byte) error) error {
+	s.mergeWidth = max(s.mergeWidth, len(runs))
 	bufSize := int(max(minMergeBuf, min(1<<20, s.budget/int64(2*len(runs)))))
 	h := &runHeap{}
 	for _, f := range runs {
