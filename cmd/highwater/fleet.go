@@ -243,7 +243,7 @@ func (p *sourcePool) close(ctx context.Context) {
 // runs to its end and a summary follows. With --json each instance prints
 // its object (exportJSON) as it ends, and the summary is one more.
 func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fleet.Shard, summary bool,
-	sourceURL, destURL, metricsFile string, jobs []job) error {
+	sourceURL, destURL, metricsFile string, dryRunOnly bool, jobs []job) error {
 	src, err := pgsource.Connect(ctx, sourceURL)
 	if err != nil {
 		return err
@@ -273,6 +273,18 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		d, err := destination.OpenTenant(ctx, destURL, o.Source.Tenant)
 		if err != nil {
 			return "", err
+		}
+		if dryRunOnly {
+			defer d.Close()
+			line, err := dryRun(ctx, env, src, d, o, j.inst.String(), j.inst.Tenant, ff.json, func(print func(io.Writer) error) error {
+				outMu.Lock()
+				defer outMu.Unlock()
+				return print(env.stdout)
+			})
+			if err != nil {
+				pool.drop(ctx, slot)
+			}
+			return line, err
 		}
 		start := time.Now()
 		// One progress line on the terminal: instances run one at a time.
