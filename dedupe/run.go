@@ -493,6 +493,10 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	// Buckets are independent: sort, merge and encode several at once, one
 	// per core, each with its share of the memory budget.
 	workers := max(1, min(r.workers(), len(todo)))
+	compression, err := r.compression(ctx, w.base)
+	if err != nil {
+		return nil, nil, err
+	}
 	attempt := manifest.NewID()[:12]
 	var seq atomic.Int64
 	outs := make([]*outputs, workers)
@@ -505,7 +509,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			o.schemaID = stats.inputs[0].SchemaID
 		}
 		// A codec each: the zstd codec encodes one page at a time.
-		if o.codec, err = formats.NewCodec(r.opts.Compression); err != nil {
+		if o.codec, err = formats.NewCodec(compression); err != nil {
 			return nil, nil, err
 		}
 		if schema != nil {
