@@ -31,11 +31,26 @@ type Destination struct {
 	// base is the URL of the root, without query or credentials, used to
 	// print object URLs.
 	base string
+	// root is base as a URL: its scheme, bucket and unescaped path.
+	root url.URL
 }
 
-// ObjectURL is the URL by which engines read the object at key.
+// ObjectURL is the URL by which engines read the object at key: the root
+// and the key joined unescaped, as the Hadoop file systems (Spark, the
+// Athena symlink manifest) and DuckDB take a path, so that a key holding
+// a literal %20 stays %20.
 func (d *Destination) ObjectURL(key string) string {
 	return d.base + "/" + key
+}
+
+// URL is the object at key as an RFC 3986 URL, every byte of the key that
+// a URL path cannot hold escaped: parsed again (url.Parse, or Open of its
+// directory), it names exactly that object, whatever a tenant or model
+// name holds (a space, '%', '#', '?').
+func (d *Destination) URL(key string) string {
+	u := d.root
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + key
+	return u.String()
 }
 
 // String is the root URL, safe to print.
@@ -65,10 +80,11 @@ func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, 
 		if err != nil {
 			return nil, fmt.Errorf("open destination: %w", err)
 		}
-		return &Destination{Bucket: b, base: "file://" + path.Clean(u.Path)}, nil
+		root := path.Clean(u.Path)
+		return &Destination{Bucket: b, base: "file://" + root, root: url.URL{Scheme: "file", Path: root}}, nil
 	case "mem":
 		// For tests: a fresh, empty in-memory lake.
-		return &Destination{Bucket: mem.New(), base: "mem://" + u.Host + u.Path}, nil
+		return &Destination{Bucket: mem.New(), base: "mem://" + u.Host + u.Path, root: url.URL{Scheme: "mem", Host: u.Host, Path: u.Path}}, nil
 	}
 	b, err := cloudOpeners[u.Scheme](ctx, u)
 	if err != nil {
@@ -79,7 +95,8 @@ func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, 
 	if prefix != "" {
 		base += "/" + prefix
 	}
-	return &Destination{Bucket: objstore.WithPrefix(b, prefix), base: base}, nil
+	root := url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/" + prefix}
+	return &Destination{Bucket: objstore.WithPrefix(b, prefix), base: base, root: root}, nil
 }
 
 // Check finds every error of a destination URL that needs no store: what
