@@ -346,7 +346,32 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		}
 		return merr
 	}
-	return errors.Join(reportSummary(env.stdout, s, ff.json), merr)
+	err = reportSummary(env.stdout, s, ff.json)
+	if err != nil {
+		// Each instance commits on its own: the line scripts read says
+		// which did, so that a rerun is not mistaken for a replay.
+		err = fmt.Errorf("%w; %s", err, committedNote(s))
+	}
+	return errors.Join(err, merr)
+}
+
+// committedNote names the instances of s that committed, the first
+// maxNamed of them.
+func committedNote(s *fleet.Summary) string {
+	const maxNamed = 10
+	var names []string
+	for _, o := range s.Outcomes {
+		if o.Status == fleet.Done {
+			names = append(names, o.Instance.String())
+		}
+	}
+	switch n := len(names); {
+	case n == 0:
+		return "none committed"
+	case n > maxNamed:
+		return fmt.Sprintf("%d committed: %s and %d more", n, strings.Join(names[:maxNamed], ", "), n-maxNamed)
+	}
+	return "committed: " + strings.Join(names, ", ")
 }
 
 // summaryErr is the error of a summary with a failed instance, nil
