@@ -40,7 +40,9 @@ type Options struct {
 	Lookback *time.Duration
 	// TempDir holds spill files; os.TempDir() when empty.
 	TempDir string
-	// Compression of the output files: zstd by default.
+	// Compression of the output files; when empty, the lake's, as the
+	// footer of its newest committed file names it (zstd for a lake
+	// without one).
 	Compression string
 	// Buckets forces the number of key-hash buckets of a new layout; 0
 	// chooses it from the data size.

@@ -584,9 +584,13 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	// under a target file is one bucket), each bucket keeps several row
 	// groups in the encoders at once, and its sort sorts in parallel.
 	workers := r.workers()
+	compression, err := r.compression(ctx, w.base)
+	if err != nil {
+		return nil, nil, err
+	}
 	lanes := max(1, min(workers, len(todo)))
 	window := max(1, workers/lanes)
-	cs, err := newCodecs(workers, func() (compress.Codec, error) { return formats.NewCodec(r.opts.Compression) })
+	cs, err := newCodecs(workers, func() (compress.Codec, error) { return formats.NewCodec(compression) })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,6 +42,8 @@ type runner struct {
 	chain   []manifest.FileCheckpoint
 	attempt string
 	logger  *slog.Logger
+	// dryRun stops the run once planned, with nothing written (DryRun).
+	dryRun bool
 
 	warnMu sync.Mutex // the reader goroutine warns too
 	warn   []string
@@ -119,6 +121,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		if err := r.newPlan(ctx, st, tz); err != nil {
 			return nil, err
 		}
+	}
+	if r.dryRun {
+		return &Result{Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
 	}
 	r.opts.Failpoint("after-plan")
 	r.startProgress(ctx)
@@ -337,10 +342,13 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	for _, w := range p.Warnings {
 		r.warnf("%s", w)
 	}
+	r.plan = p
+	if r.dryRun {
+		return nil
+	}
 	if err := r.log.WritePlan(ctx, p); err != nil {
 		return err
 	}
-	r.plan = p
 	r.logger.Info("planned run", "run", p.RunID, "kind", kind, "from", deref(p.Interval.From), "to", p.Interval.To)
 	return nil
 }

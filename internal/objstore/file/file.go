@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 )
@@ -48,7 +49,11 @@ type Bucket struct {
 
 var _ objstore.Bucket = (*Bucket)(nil)
 
-// New returns a bucket rooted at dir, creating dir if needed.
+// New returns a bucket rooted at dir. It creates nothing: dir and the
+// directories below it are made by the first Put, so that a command that
+// only reads (status, files, verify) leaves no trace of a mistyped path. A
+// dir that cannot become a directory (a file is in the way) is refused
+// here, before any work starts.
 func New(dir string) (*Bucket, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("file destination: empty path: %w", objstore.ErrPermanent)
@@ -57,8 +62,14 @@ func New(dir string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file destination %q: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, dirMode); err != nil {
-		return nil, fmt.Errorf("create directory %s: %w", abs, classify(err))
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Either abs or a parent is missing: the first Put makes them.
+	case err != nil:
+		return nil, fmt.Errorf("open directory %s: %w", abs, classify(err))
+	case !fi.IsDir():
+		return nil, fmt.Errorf("open directory %s: not a directory: %w", abs, objstore.ErrPermanent)
 	}
 	return &Bucket{root: abs}, nil
 }
@@ -277,7 +288,8 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
-	case errors.Is(err, fs.ErrPermission):
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOTDIR):
+		// A file where a directory must be stays there on a retry.
 		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
 	}
 	return err
