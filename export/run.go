@@ -16,7 +16,6 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
 
@@ -420,7 +419,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	batches := make(chan *batch, 4)
 	free := make(chan *batch, 6)
 	for range cap(free) {
-		free <- &batch{}
+		free <- &batch{rows: r.mapping.NewBatch()}
 	}
 	const batchRows = 1024
 	batchBytes := max(r.opts.RowGroupBytes/8, 1<<20)
@@ -442,7 +441,8 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		take := func() *batch {
 			select {
 			case nb := <-free:
-				nb.rows, nb.raw, nb.first, nb.last, nb.minMod, nb.maxMod = nb.rows[:0], 0, nil, nil, nil, nil
+				nb.rows.Reset()
+				nb.raw, nb.first, nb.last, nb.minMod, nb.maxMod = 0, nil, nil, nil, nil
 				nb.metrics = manifest.Metrics{}
 				return nb
 			case <-ctx.Done():
@@ -481,15 +481,9 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 					}
 					b.first = c
 				}
-				var pr parquet.Row
-				if n := len(b.rows); n < cap(b.rows) {
-					pr = b.rows[:n+1][n]
-				}
-				pr, err := r.mapping.AppendRow(pr, row.Values, p.HWVersion, false)
-				if err != nil {
+				if err := r.mapping.AppendBatch(b.rows, row.Values, p.HWVersion, false); err != nil {
 					return fmt.Errorf("convert row: %w", err)
 				}
-				b.rows = append(b.rows, pr)
 				var raw int64
 				for _, v := range row.Values {
 					raw += int64(len(v)) + 4
@@ -520,12 +514,12 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 				lastMod, lastNull = row.Mod, row.ModNull
 				// A batch is bounded by bytes as well as rows, so that wide
 				// rows do not hold a thousand of themselves in flight.
-				if len(b.rows) == batchRows || b.raw >= batchBytes {
+				if b.rows.Len() == batchRows || b.raw >= batchBytes {
 					return send(row)
 				}
 				return nil
 			})
-		if err == nil && b != nil && len(b.rows) > 0 {
+		if err == nil && b != nil && b.rows.Len() > 0 {
 			if b.last, err = sc.LastCursor(); err == nil {
 				if !lastNull {
 					m := watermark.Format(t.ModKind, lastMod)
