@@ -75,7 +75,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.table = t
 	for _, w := range t.Warnings {
-		r.warnf("%s", w)
+		r.adviseTable(w)
 	}
 	if r.mapping, err = formats.NewMapping(t.Columns, r.opts.Formats); err != nil {
 		return nil, fmt.Errorf("map the columns of %s to Parquet: %w", r.opts.Model, err)
