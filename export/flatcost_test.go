@@ -170,3 +170,74 @@ func (l *lake) countedExport(opts export.Options) *countingBucket {
 	}
 	return c
 }
+
+// TestResumeAcrossClockSkew: resume looks for unfinished runs only among
+// those planned since the run of the last watermark move, less the skew
+// allowed between machines' clocks. A run planned on the head by a machine
+// whose clock is minutes behind is still resumed; one whose id says it was
+// planned long before is not, and the run planned instead supersedes it.
+func TestResumeAcrossClockSkew(t *testing.T) {
+	for _, tc := range []struct {
+		behind  time.Duration
+		resumed bool
+	}{
+		{5 * time.Minute, true},
+		{time.Hour, false},
+	} {
+		t.Run(tc.behind.String(), func(t *testing.T) {
+			l := newLake(t, itemsTable, `INSERT INTO items VALUES (1, now(), 'a', 1)`)
+			opts := l.options()
+			first := l.mustExport(opts)
+			l.exportCrashing(opts, "after-plan", 1)
+			planned, _ := manifest.RunIDTime(first.Plan.RunID)
+			skewed := l.replan(manifest.NewRunID(planned.Add(-tc.behind)))
+			res := l.mustExport(opts)
+			if res.Resumed != tc.resumed || (res.Plan.RunID == skewed) != tc.resumed {
+				t.Fatalf("a run planned %s behind on the head: resumed %v (run %s, the skewed one %s), want %v",
+					tc.behind, res.Resumed, res.Plan.RunID, skewed, tc.resumed)
+			}
+		})
+	}
+}
+
+// replan gives the one unfinished run of the lake's model the id id, as if
+// a machine whose clock differs had planned it, and returns id.
+func (l *lake) replan(id string) string {
+	l.t.Helper()
+	ctx := context.Background()
+	d, err := destination.Open(ctx, l.destURL(), "")
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer d.Close()
+	log := manifest.NewLog(d, l.model)
+	st, err := log.ReadState(ctx)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	runs, err := log.ListRuns(ctx)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	var open []string
+	for _, r := range runs {
+		if st.Ended(r) == nil {
+			open = append(open, r)
+		}
+	}
+	if len(open) != 1 {
+		l.t.Fatalf("%d unfinished runs, want 1", len(open))
+	}
+	p, err := log.ReadPlan(ctx, open[0])
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	p.RunID = id
+	if err := log.WritePlan(ctx, p); err != nil {
+		l.t.Fatal(err)
+	}
+	if err := d.Delete(ctx, log.Key("_runs", open[0], "plan.json")); err != nil {
+		l.t.Fatal(err)
+	}
+	return id
+}
