@@ -5,7 +5,9 @@
 #   bench/export   export vs COPY (FORMAT binary), peak RSS, no-change run,
 #                  --page-rows and --row-group-size sweeps, and a table of
 #                  wide rows (1-50 MiB values: peak RSS, file size against
-#                  the raw bytes; -wide-rows 0 skips it) (docs/bench.md)
+#                  the raw bytes; -wide-rows 0 skips it), and a tenant
+#                  fan-out of 10M rows over 1,000 tenants with --parallel 8
+#                  (-tenant-rows 0 skips it) (docs/bench.md)
 #   bench/upload   object-store upload (needs the S3 server: started here)
 #   bench/dedupe   dedupe against DuckDB on a lake made by highwater export
 #                  from PostgreSQL (5M rows + 1M updates, then 10% more),

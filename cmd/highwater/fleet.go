@@ -257,12 +257,14 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		return err
 	}
 	mine, insts, other := shardOf(jobs, shard)
+	advice := new(export.Advice) // a missing index is said once per model, not per tenant
 	var outMu sync.Mutex
 	figs := make([]runFigures, len(mine))
 	ran := make([]bool, len(mine))
 	do := func(ctx context.Context, slot, i int) (string, error) {
 		j := mine[i]
 		o := j.opts
+		o.Advice = advice
 		if j.inst.Tenant != nil {
 			o.Logger = o.Logger.With("tenant", *j.inst.Tenant)
 		}

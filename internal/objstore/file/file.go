@@ -216,6 +216,13 @@ func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 // key order. Key order is not walk order ("a.b" sorts before "a/b"), so the
 // keys are sorted before fn sees them.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List from the first key greater than after. A directory
+// whose keys all sort before after is not entered, so listing the newest
+// runs does not open the directory of every old one.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
 	start := b.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
@@ -231,15 +238,20 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), tempPrefix) {
-			return nil
-		}
 		rel, err := filepath.Rel(b.root, p)
 		if err != nil {
 			return err
 		}
 		key := filepath.ToSlash(rel)
-		if !strings.HasPrefix(key, prefix) {
+		if d.IsDir() {
+			// Every key below dir/ sorts before after when dir/ does and
+			// after does not start with it: they differ within dir/.
+			if dir := key + "/"; p != start && dir < after && !strings.HasPrefix(after, dir) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= after {
 			return nil
 		}
 		fi, err := d.Info()
