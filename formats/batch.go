@@ -101,12 +101,16 @@ func (m *Mapping) AppendBatch(b *Batch, values [][]byte, version int64, deleted 
 	return nil
 }
 
-// truncate drops what columns [0, last] hold of a row that failed. Its
-// bytes stay in the arena until Reset.
+// truncate drops what columns [0, last] hold of a row that failed, and
+// the end that a LIST column before last recorded for it. Its bytes stay
+// in the arena until Reset.
 func (b *Batch) truncate(last int) {
 	for i := 0; i <= last; i++ {
 		from, _ := b.span(i, b.rows, b.rows)
 		b.cols[i] = b.cols[i][:from]
+		if b.starts[i] != nil {
+			b.starts[i] = b.starts[i][:b.rows+1]
+		}
 	}
 }
 
