@@ -374,4 +374,3 @@ func derefOpen(s *string, open string) string {
 	}
 	return *s
 }
-
