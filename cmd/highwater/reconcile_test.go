@@ -56,8 +56,12 @@ func TestReconcileCommand(t *testing.T) {
 		t.Fatalf("reconcile after repair and dedupe: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = highwater(t, "status", "--dest", dest, "--model", "items")
-	if code != 0 || !strings.Contains(out, "reconcile") {
+	if code != 0 || !strings.Contains(out, "note: items: last proven equal to the source at ") || !strings.Contains(out, "(seq 7, 489 keys)") {
 		t.Fatalf("status: %s", out)
+	}
+	code, out, _ = highwater(t, "status", "--dest", dest, "--model", "items", "--json")
+	if code != 0 || !strings.Contains(out, `"kind":"reconcile"`) || !strings.Contains(out, `"reconcile":{"matched":486,"missing":1,"extra":12,"changed":2,`) {
+		t.Fatalf("status --json: %s", out)
 	}
 }
 
