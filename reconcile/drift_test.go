@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"testing"
 
+	"github.com/highwater-dev/highwater/internal/objstore/cloudtest"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/reconcile"
 )
@@ -13,9 +14,22 @@ INSERT INTO items SELECT i, now() - interval '1 hour' + i * interval '1 ms', 'n'
 // TestDrift makes the three drifts a watermark cannot see (an update that
 // forgets modified-at, a backdated insert, a hard delete) and checks that
 // reconcile names exactly those keys, that a repair and a dedupe make the
-// lake equal, and that a second reconcile finds nothing.
+// lake equal, and that a second reconcile finds nothing: on local disk
+// and on S3.
 func TestDrift(t *testing.T) {
-	l := newLake(t, itemsTable)
+	for _, store := range []struct {
+		name string
+		dest func(*testing.T) string
+	}{{"file", func(t *testing.T) string { return "file://" + t.TempDir() }}, {"s3", func(t *testing.T) string { return cloudtest.S3(t) + "/lake" }}} {
+		t.Run(store.name, func(t *testing.T) {
+			l := newLake(t, itemsTable)
+			l.dest = store.dest(t)
+			drift(t, l)
+		})
+	}
+}
+
+func drift(t *testing.T, l *lake) {
 	l.export()
 	if res := l.reconcile(reconcile.Options{}); !res.Equal() || res.Report.Matched != 100 {
 		t.Fatalf("a fresh export: %+v", res.Report)
