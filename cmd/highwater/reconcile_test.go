@@ -104,3 +104,25 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s changed shape:\ngot:\n%s\nwant:\n%s", name, got, want)
 	}
 }
+
+// TestReconcileFanOut reconciles the tenants of a config's model: each
+// instance prints its own result, and the exit status is 3 when an
+// instance differs (and only differs).
+func TestReconcileFanOut(t *testing.T) {
+	db := setupOrgs(t, []string{"a", "b", "c"})
+	dest := "file://" + t.TempDir() + "/lake/{tenant}"
+	cfg := writeConfig(t, db, dest, "    tenants: [a, b, c]")
+	if code, out, errOut := highwater(t, "export", "--config", cfg); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := highwater(t, "reconcile", "--config", cfg, "--parallel", "2")
+	if code != 0 || strings.Count(out, "equal to the source") != 3 || !strings.Contains(out, "summary: 3 done, 0 failed") {
+		t.Fatalf("reconcile: exit %d\n%s%s", code, out, errOut)
+	}
+	pgtest.Exec(t, db, `UPDATE events SET v = v + 1 WHERE org = 'b' AND id = (SELECT min(id) FROM events WHERE org = 'b')`)
+	code, out, errOut = highwater(t, "reconcile", "--config", cfg, "--json")
+	if code != exitDifferences || strings.Count(out, `"equal":true`) != 2 || strings.Count(out, `"equal":false`) != 1 ||
+		!strings.Contains(out, `"tenant":"b"`) || !strings.Contains(out, `"changed":1,`) {
+		t.Fatalf("reconcile after a change in b: exit %d\n%s%s", code, out, errOut)
+	}
+}
