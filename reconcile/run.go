@@ -163,10 +163,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err := sameFields(st.Schema.Fields, r.mapping.Fields()); err != nil {
 		return fmt.Errorf("reconcile %s: %w: %v; export the model first (a full refresh after a type change)", r.opts.Model, ErrSchema, err)
 	}
-	r.shape = rowShape{nsrc: len(t.Columns), mod: t.ModColumn(), version: len(t.Columns), deleted: len(t.Columns) + 1, keysOnly: r.opts.KeysOnly}
-	for _, i := range t.KeyColumns() {
-		r.shape.key = append(r.shape.key, i)
-	}
+	r.shape = rowShape{nsrc: len(t.Columns), key: t.KeyColumns(), mod: t.ModColumn(), version: len(t.Columns), deleted: len(t.Columns) + 1, keysOnly: r.opts.KeysOnly}
 	for _, lit := range []struct {
 		in  string
 		out **watermark.Value

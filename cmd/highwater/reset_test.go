@@ -53,7 +53,9 @@ func TestResetCommand(t *testing.T) {
 	if code != 0 || !strings.Contains(out, `seq 2 reset the watermark from `+first.Watermark+` to 2000-01-01 00:00:00.000000+00: "replay the backdated import" (by `) {
 		t.Fatalf("status:\n%s", out)
 	}
-	code, out, _ = highwater(t, "status", "--dest", dest, "--model", "items", "--json")
+	if code, out, _ = highwater(t, "status", "--dest", dest, "--model", "items", "--json"); code != 0 {
+		t.Fatalf("status --json: exit %d", code)
+	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var line struct {
 		Kind, Reason, Watermark string
