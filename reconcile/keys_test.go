@@ -82,3 +82,20 @@ func TestWindow(t *testing.T) {
 	l.dedupe()
 	check(t, l.reconcile(win), want{matched: 12, changed: []string{"32"}})
 }
+
+// TestRepairNeverRemovesLiveRows: a key whose literal made from the lake's
+// value finds no row (a date key at infinity, which the files hold as
+// 9999-12-31) is left for the next reconcile, never tombstoned.
+func TestRepairNeverRemovesLiveRows(t *testing.T) {
+	l := newLake(t, `CREATE TABLE items (d date PRIMARY KEY, updated_at timestamptz NOT NULL, v text)`,
+		`INSERT INTO items VALUES ('infinity', now() - interval '1 hour', 'a'), ('2026-01-01', now() - interval '1 hour', 'b')`)
+	l.spec.PrimaryKey = []string{"d"}
+	l.export()
+	l.exec(`UPDATE items SET v = 'unseen'`)
+	rep := l.reconcile(reconcile.Options{Repair: true})
+	if rep.Report.Changed != 2 || rep.Report.RepairedRows != 1 || rep.Report.Tombstones != 0 || rep.Report.Unrepaired != 1 {
+		t.Fatalf("repair: %+v", rep.Report)
+	}
+	l.dedupe()
+	check(t, l.reconcile(reconcile.Options{}), want{matched: 1, changed: []string{"9999-12-31"}})
+}
