@@ -8,6 +8,8 @@
 #                  the raw bytes; -wide-rows 0 skips it) (docs/bench.md)
 #   bench/upload   object-store upload (needs the S3 server: started here)
 #   bench/dedupe   dedupe
+#   bench/reconcile  reconcile of N rows against a full export of the same
+#                  table, wall time and peak RSS
 #
 # Programs that do not exist yet are skipped. Arguments are passed to
 # bench/export, e.g. scripts/bench.sh -sizes 1000000 -sweep-rows 0.
@@ -51,5 +53,9 @@ if has_program dedupe; then
 	go run ./bench/dedupe || status=1
 else
 	echo "== bench/dedupe: not there yet, skipped ==" >&2
+fi
+if has_program reconcile; then
+	echo "== bench/reconcile ==" >&2
+	go run ./bench/reconcile -bin bin/highwater || status=1
 fi
 exit $status
