@@ -260,6 +260,9 @@ func (l *Log) Commit(ctx context.Context, st *State, c *Commit) error {
 		}
 		l.probed = true
 	}
+	if err := checkForward(st, c); err != nil {
+		return err
+	}
 	c.Version = currentVersion()
 	c.Seq = st.Seq + 1
 	if c.CommitID == "" {

@@ -27,15 +27,16 @@ var (
 //   - A dedupe rewrote the files committed at its base: a commit that
 //     removes files (another dedupe, a full refresh) may have removed its
 //     inputs or replaced them.
-//   - A backfill adds to the files at its base: a full refresh replaces
-//     them, and the backfill's rows would come back on top of it.
+//   - A backfill, or a reconcile's repair, adds to the files at its base:
+//     a full refresh replaces them, and the added rows would come back on
+//     top of it.
 func Kills(planKind string, c *Commit) bool {
 	switch planKind {
 	case KindExport, KindFullRefresh:
 		return MovesWatermark(c.Kind)
 	case KindDedupe:
 		return len(c.Removed) > 0 || c.Kind == KindDedupe || c.Kind == KindFullRefresh
-	case KindBackfill:
+	case KindBackfill, KindReconcile:
 		return c.Kind == KindFullRefresh
 	}
 	return false

@@ -45,11 +45,11 @@ const (
 	KindVacuum      = "vacuum"
 )
 
-// MovesWatermark reports whether commits of this kind advance the watermark.
-// Only those make a concurrent export abandon its plan; the others are
-// rebased over.
+// MovesWatermark reports whether commits of this kind move the watermark
+// (a reset moves it backwards). Only those make a concurrent export abandon
+// its plan; the others are rebased over.
 func MovesWatermark(kind string) bool {
-	return kind == KindExport || kind == KindFullRefresh
+	return kind == KindExport || kind == KindFullRefresh || kind == KindReset
 }
 
 // Version is the header of every state document.
@@ -307,6 +307,9 @@ type Commit struct {
 	Metrics   *Metrics `json:"metrics,omitempty"`
 	Warnings  []string `json:"warnings,omitempty"`
 	// Layout records the dedupe layout (e.g. key-hash buckets).
-	Layout    json.RawMessage `json:"layout,omitempty"`
-	Committed time.Time       `json:"committed"`
+	Layout json.RawMessage `json:"layout,omitempty"`
+	// Reconcile and Reset are the reports of those kinds (reconcile.go).
+	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
+	Reset     *ResetReport     `json:"reset,omitempty"`
+	Committed time.Time        `json:"committed"`
 }

@@ -12,6 +12,8 @@
 #   bench/dedupe   dedupe against DuckDB on a lake made by highwater export
 #                  from PostgreSQL (5M rows + 1M updates, then 10% more),
 #                  median of 3 (docs/dedupe.md)
+#   bench/reconcile  reconcile of N rows against a full export of the same
+#                  table, wall time and peak RSS
 #
 # Programs that do not exist yet are skipped. Arguments are passed to
 # bench/export, e.g. scripts/bench.sh -sizes 1000000 -sweep-rows 0.
@@ -55,5 +57,9 @@ if has_program dedupe; then
 	go run ./bench/dedupe -bin bin/highwater || status=1
 else
 	echo "== bench/dedupe: not there yet, skipped ==" >&2
+fi
+if has_program reconcile; then
+	echo "== bench/reconcile ==" >&2
+	go run ./bench/reconcile -bin bin/highwater || status=1
 fi
 exit $status

@@ -378,10 +378,11 @@ func committedNote(s *fleet.Summary) string {
 
 // summaryErr is the error of a summary with a failed instance, nil
 // without one. When every failure is a lost race, it is a lost race (exit
-// 4: rerun); otherwise exit 1.
+// 4: rerun); when every one is a reconcile's differences, differences
+// (exit 3); otherwise exit 1.
 func summaryErr(s *fleet.Summary) error {
 	var first *fleet.Outcome
-	n, raced := 0, 0
+	n, raced, differ := 0, 0, 0
 	for i, o := range s.Outcomes {
 		if o.Status != fleet.Failed {
 			continue
@@ -392,13 +393,19 @@ func summaryErr(s *fleet.Summary) error {
 		if errors.Is(o.Err, export.ErrRaceLost) {
 			raced++
 		}
+		if errors.Is(o.Err, errDifferences) {
+			differ++
+		}
 	}
 	if n == 0 {
 		return nil
 	}
 	class := errSomeFailed
-	if raced == n {
+	switch n {
+	case raced:
 		class = export.ErrRaceLost
+	case differ:
+		class = errDifferences
 	}
 	return fmt.Errorf("%d of %d model instances failed (%w; first: %s: %s)", n, len(s.Outcomes), class, first.Instance, fleet.OneLine(first.Err.Error()))
 }

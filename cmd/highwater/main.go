@@ -36,7 +36,7 @@ const (
 	exitOK          = 0
 	exitFailed      = 1
 	exitUsage       = 2
-	exitDifferences = 3 // reserved for reconcile
+	exitDifferences = 3 // reconcile found differences
 	exitRaceLost    = 4
 	exitInterrupted = 130
 )
@@ -48,7 +48,7 @@ Exit status:
   0    done
   1    the work failed (one line on stderr says why; nothing is committed for the model that failed)
   2    a usage or config error, found before connecting to anything or creating anything
-  3    differences found (reserved for reconcile)
+  3    reconcile found differences between the lake and the source
   4    another export of the model committed first: rerun to export from its watermark
   130  interrupted (SIGINT or SIGTERM): rerunning the same command resumes the run`
 
@@ -154,7 +154,7 @@ file, the interval it covers and the last key it holds.`,
 	pf.BoolVarP(&logs.verbose, "verbose", "v", false, "log at debug level")
 
 	root.AddCommand(cmdExport(env), cmdStatus(env), cmdFiles(env), cmdDedupe(env), cmdVacuum(env), cmdVerify(env),
-		cmdDDL(env), cmdConfig(env), cmdVersion(env))
+		cmdDDL(env), cmdConfig(env), cmdVersion(env), cmdReconcile(env), cmdReset(env))
 	root.SetFlagErrorFunc(flagError)
 	var finish func(c *cobra.Command)
 	finish = func(c *cobra.Command) {

@@ -41,6 +41,11 @@ type statusLine struct {
 	// DurationSeconds is the run's time from its plan to this commit; null
 	// when the commit has no plan (vacuum) or the plan is gone.
 	DurationSeconds *float64 `json:"duration_seconds"`
+	// Reason is a reset's; Reset and Reconcile are the reports of those
+	// kinds (status_reconcile.go).
+	Reason    *string                   `json:"reason,omitempty"`
+	Reset     *manifest.ResetReport     `json:"reset,omitempty"`
+	Reconcile *manifest.ReconcileReport `json:"reconcile,omitempty"`
 	// group is what the table names: the model, or the model instance of
 	// a tenant in a fan-out.
 	group     string
@@ -109,6 +114,7 @@ object per commit per line (docs/cli.md describes its fields).`,
 					}
 					l.ToBound = nonEmpty(c.ToBound)
 					l.committed = c.Committed
+					l.addReports(c)
 					mine = append(mine, l)
 					return nil
 				})
@@ -256,9 +262,11 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 		return err
 	}
 	if !wide {
-		return boundNotes(w, lines)
+		if err := boundNotes(w, lines); err != nil {
+			return err
+		}
 	}
-	return nil
+	return reconcileNotes(w, lines)
 }
 
 // boundOf is what fixed the commit's to, or "-" when it read no interval.

@@ -1,0 +1,81 @@
+// Command memhelper runs one reconcile and prints its result as JSON with
+// the process's peak RSS, so that tests and the benchmark measure a
+// process that does nothing else (the test binary itself carries more).
+//
+//	memhelper SOURCE_URL DEST_URL MODEL TABLE MEMORY_LIMIT_BYTES
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/reconcile"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "memhelper:", err)
+		os.Exit(1)
+	}
+}
+
+// Output is what the helper prints.
+type Output struct {
+	Result *reconcile.Result
+	// PeakRSS is VmHWM (see dedupe's memhelper for why not Maxrss).
+	PeakRSS int64
+}
+
+func run() error {
+	if len(os.Args) != 6 {
+		return fmt.Errorf("usage: memhelper SOURCE_URL DEST_URL MODEL TABLE MEMORY_LIMIT_BYTES")
+	}
+	limit, err := strconv.ParseInt(os.Args[5], 10, 64)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	src, err := pgsource.Connect(ctx, os.Args[1])
+	if err != nil {
+		return err
+	}
+	defer src.Close(ctx)
+	d, err := destination.Open(ctx, os.Args[2], "")
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	res, err := reconcile.Run(ctx, src, d, reconcile.Options{Model: os.Args[3], MemoryLimit: limit,
+		Source: pgsource.Spec{Table: os.Args[4], PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}})
+	if err != nil {
+		return err
+	}
+	peak, err := peakRSS()
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(Output{Result: res, PeakRSS: peak})
+}
+
+func peakRSS() (int64, error) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("read peak RSS: %w", err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("read peak RSS: %w", err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("read peak RSS: no VmHWM in /proc/self/status")
+}

@@ -1,0 +1,53 @@
+package reconcile_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/highwater-dev/highwater/reconcile"
+)
+
+// TestMemoryLimit reconciles 2M rows, with differences, in a subprocess
+// under --memory-limit 64MiB and checks its peak RSS and its counts.
+func TestMemoryLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("2M rows")
+	}
+	const limit = 64 << 20
+	const n = 2_000_000
+	l := newLake(t, itemsTable[:len(`CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, name text, price numeric(12,2));`)],
+		fmt.Sprintf(`INSERT INTO items SELECT i, '2026-01-01'::timestamptz + i * interval '1 ms', 'name ' || i, i / 100.0 FROM generate_series(1, %d) i`, n))
+	l.export()
+	l.exec(`UPDATE items SET name = 'unseen' WHERE id % 100000 = 7`,
+		`DELETE FROM items WHERE id % 200000 = 11`,
+		`INSERT INTO items VALUES (0, '2000-01-01', 'backdated', 0)`)
+	bin := filepath.Join(t.TempDir(), "memhelper")
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/memhelper").CombinedOutput(); err != nil {
+		t.Fatalf("build memhelper: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, l.db, l.dest, l.model, "public.items", fmt.Sprint(limit))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("reconcile subprocess: %v", err)
+	}
+	var got struct {
+		Result  reconcile.Result
+		PeakRSS int64
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("reconcile subprocess said %q: %v", out, err)
+	}
+	r := got.Result.Report
+	t.Logf("limit %d MiB: %d source and %d lake rows, peak RSS %.1f MiB", limit>>20, got.Result.SourceRows, got.Result.LakeRows, float64(got.PeakRSS)/(1<<20))
+	if r.Matched != n-20-10 || r.Changed != 20 || r.Extra != 10 || r.Missing != 1 {
+		t.Fatalf("report: %+v", r)
+	}
+	if got.PeakRSS > limit {
+		t.Fatalf("peak RSS %d bytes is over the limit of %d", got.PeakRSS, limit)
+	}
+}

@@ -1,0 +1,305 @@
+package reconcile
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+// A record is what a comparison keeps of one row, in memory and in the
+// spill files:
+//
+//	flags uint8 | mod int64 | version int64 | ordinal uint64 | hash [16]byte | key
+//
+// The key is keyBytes of the key columns' values. Source records have no
+// version or ordinal.
+const recHeader = 1 + 8 + 8 + 8 + hashLen
+
+const hashLen = 16
+
+const (
+	flagDeleted = 1 << iota
+	flagModNull
+)
+
+type record struct {
+	flags   byte
+	mod     int64
+	version int64
+	ordinal uint64
+	hash    [hashLen]byte
+	key     []byte
+}
+
+func (r *record) deleted() bool { return r.flags&flagDeleted != 0 }
+func (r *record) modNull() bool { return r.flags&flagModNull != 0 }
+
+func (r *record) append(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(recHeader+len(r.key)))
+	dst = append(dst, r.flags)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.mod))
+	dst = binary.BigEndian.AppendUint64(dst, uint64(r.version))
+	dst = binary.BigEndian.AppendUint64(dst, r.ordinal)
+	dst = append(dst, r.hash[:]...)
+	return append(dst, r.key...)
+}
+
+// parseRecord reads a record's body (without its length); key aliases b.
+func parseRecord(b []byte) (record, error) {
+	if len(b) < recHeader {
+		return record{}, fmt.Errorf("read spilled record: %d bytes", len(b))
+	}
+	r := record{flags: b[0], mod: int64(binary.BigEndian.Uint64(b[1:])), version: int64(binary.BigEndian.Uint64(b[9:])),
+		ordinal: binary.BigEndian.Uint64(b[17:])}
+	copy(r.hash[:], b[25:25+hashLen])
+	r.key = b[recHeader:]
+	return r, nil
+}
+
+// newer reports whether a wins over b by dedupe's rule: the greater
+// (modified_at, _hw_version), NULL modified-at lowest, and on a tie the
+// later input (dedupe/keys.go orders its records so).
+func newer(a, b *record) bool {
+	if a.modNull() != b.modNull() {
+		return b.modNull()
+	}
+	if !a.modNull() && a.mod != b.mod {
+		return a.mod > b.mod
+	}
+	if a.version != b.version {
+		return a.version > b.version
+	}
+	return a.ordinal > b.ordinal
+}
+
+// Value tags of keyBytes and of the hashed form.
+const (
+	tagNull = iota
+	tagFalse
+	tagTrue
+	tagInt32
+	tagInt64
+	tagInt96
+	tagFloat
+	tagDouble
+	tagBytes
+	tagFixed
+)
+
+// appendValue appends an exact, self-delimiting form of one Parquet
+// value: its kind, then its bits. Two values have the same form exactly
+// when a file holds the same value (a NaN's payload and -0 included).
+func appendValue(dst []byte, v parquet.Value) []byte {
+	if v.IsNull() {
+		return append(dst, tagNull)
+	}
+	switch v.Kind() {
+	case parquet.Boolean:
+		if v.Boolean() {
+			return append(dst, tagTrue)
+		}
+		return append(dst, tagFalse)
+	case parquet.Int32:
+		return binary.BigEndian.AppendUint32(append(dst, tagInt32), uint32(v.Int32()))
+	case parquet.Int64:
+		return binary.BigEndian.AppendUint64(append(dst, tagInt64), uint64(v.Int64()))
+	case parquet.Float:
+		return binary.BigEndian.AppendUint32(append(dst, tagFloat), math.Float32bits(v.Float()))
+	case parquet.Double:
+		return binary.BigEndian.AppendUint64(append(dst, tagDouble), math.Float64bits(v.Double()))
+	case parquet.Int96:
+		x := v.Int96()
+		dst = append(dst, tagInt96)
+		for _, w := range x {
+			dst = binary.BigEndian.AppendUint32(dst, w)
+		}
+		return dst
+	case parquet.FixedLenByteArray:
+		b := v.ByteArray()
+		return append(binary.AppendUvarint(append(dst, tagFixed), uint64(len(b))), b...)
+	default:
+		b := v.ByteArray()
+		return append(binary.AppendUvarint(append(dst, tagBytes), uint64(len(b))), b...)
+	}
+}
+
+// readValue decodes one value of appendValue's form, returning the rest.
+// Byte arrays alias b.
+func readValue(b []byte) (parquet.Value, []byte, error) {
+	if len(b) == 0 {
+		return parquet.Value{}, nil, fmt.Errorf("decode key: truncated")
+	}
+	tag, b := b[0], b[1:]
+	need := func(n int) error {
+		if len(b) < n {
+			return fmt.Errorf("decode key: truncated")
+		}
+		return nil
+	}
+	switch tag {
+	case tagNull:
+		return parquet.Value{}, b, nil
+	case tagFalse, tagTrue:
+		return parquet.BooleanValue(tag == tagTrue), b, nil
+	case tagInt32:
+		if err := need(4); err != nil {
+			return parquet.Value{}, nil, err
+		}
+		return parquet.Int32Value(int32(binary.BigEndian.Uint32(b))), b[4:], nil
+	case tagInt64:
+		if err := need(8); err != nil {
+			return parquet.Value{}, nil, err
+		}
+		return parquet.Int64Value(int64(binary.BigEndian.Uint64(b))), b[8:], nil
+	case tagFloat:
+		if err := need(4); err != nil {
+			return parquet.Value{}, nil, err
+		}
+		return parquet.FloatValue(math.Float32frombits(binary.BigEndian.Uint32(b))), b[4:], nil
+	case tagDouble:
+		if err := need(8); err != nil {
+			return parquet.Value{}, nil, err
+		}
+		return parquet.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(b))), b[8:], nil
+	case tagBytes, tagFixed:
+		l, n := binary.Uvarint(b)
+		if n <= 0 || uint64(len(b)-n) < l {
+			return parquet.Value{}, nil, fmt.Errorf("decode key: truncated")
+		}
+		p := b[n : n+int(l) : n+int(l)]
+		if tag == tagFixed {
+			return parquet.FixedLenByteArrayValue(p), b[n+int(l):], nil
+		}
+		return parquet.ByteArrayValue(p), b[n+int(l):], nil
+	}
+	return parquet.Value{}, nil, fmt.Errorf("decode key: unknown tag %d", tag)
+}
+
+// decodeKey splits keyBytes into its values.
+func decodeKey(key []byte, n int) ([]parquet.Value, error) {
+	out := make([]parquet.Value, 0, n)
+	for range n {
+		v, rest, err := readValue(key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+		key = rest
+	}
+	if len(key) != 0 {
+		return nil, fmt.Errorf("decode key: %d bytes left over", len(key))
+	}
+	return out, nil
+}
+
+// rowShape locates the columns of one file schema in a row: the source
+// columns come first, in the mapping's order, then _hw_version and
+// _hw_deleted.
+type rowShape struct {
+	nsrc    int   // source columns
+	key     []int // column index of each key column
+	mod     int
+	version int
+	deleted int
+	// keysOnly: the hash covers the modified-at only.
+	keysOnly bool
+}
+
+// hasher turns rows into records; it is reused row after row and is not
+// safe for concurrent use.
+type hasher struct {
+	sh  *rowShape
+	pos []int
+	buf []byte
+}
+
+// positions finds each column's first value in row: an array column has
+// one value per element.
+func (h *hasher) positions(row parquet.Row, ncols int) {
+	if cap(h.pos) < ncols {
+		h.pos = make([]int, ncols)
+	}
+	h.pos = h.pos[:ncols]
+	for i := range h.pos {
+		h.pos[i] = -1
+	}
+	prev := -1
+	for i, v := range row {
+		if c := v.Column(); c != prev && c < ncols {
+			h.pos[c] = i
+			prev = c
+		}
+	}
+}
+
+func (h *hasher) value(row parquet.Row, col int) parquet.Value {
+	if p := h.pos[col]; p >= 0 {
+		return row[p]
+	}
+	return parquet.Value{}
+}
+
+// record fills r from row (which holds every column, or with keysOnly at
+// least the key, modified-at and hidden columns). The key aliases the
+// hasher's buffer until the next call.
+func (h *hasher) record(r *record, row parquet.Row, ncols int) {
+	h.positions(row, ncols)
+	sh := h.sh
+	k := h.buf[:0]
+	for _, c := range sh.key {
+		k = appendValue(k, h.value(row, c))
+	}
+	keyLen := len(k)
+	*r = record{}
+	mod := h.value(row, sh.mod)
+	switch {
+	case mod.IsNull():
+		r.flags |= flagModNull
+		r.mod = math.MinInt64
+	case mod.Kind() == parquet.Int32:
+		r.mod = int64(mod.Int32())
+	default:
+		r.mod = mod.Int64()
+	}
+	if sh.version < ncols {
+		if v := h.value(row, sh.version); !v.IsNull() {
+			r.version = v.Int64()
+		}
+		if d := h.value(row, sh.deleted); !d.IsNull() && d.Boolean() {
+			r.flags |= flagDeleted
+		}
+	}
+	// The hashed form: every source value with its column and levels, so
+	// that a NULL array, an empty one and one holding a NULL differ.
+	start := len(k)
+	if sh.keysOnly {
+		k = appendValue(k, mod)
+	} else {
+		for _, v := range row {
+			if v.Column() >= sh.nsrc {
+				continue
+			}
+			k = binary.AppendUvarint(k, uint64(v.Column()))
+			k = append(k, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
+			k = appendValue(k, v)
+		}
+	}
+	sum := sha256.Sum256(k[start:])
+	copy(r.hash[:], sum[:hashLen])
+	h.buf = k
+	r.key = k[:keyLen]
+}
+
+// keyHash is FNV-1a 64 of a key with a seed, so that a partition split
+// again spreads its keys anew.
+func keyHash(key []byte, seed uint64) uint64 {
+	h := uint64(14695981039346656037) ^ seed*0x9e3779b97f4a7c15
+	for _, c := range key {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
+}
