@@ -65,7 +65,7 @@ func (s *source) export() *export.Result {
 		s.t.Fatal(err)
 	}
 	defer src.Close(ctx)
-	res, err := export.Run(ctx, src, s.dest, export.Options{
+	res, err := export.Run(ctx, src, s.dest, s.dest.ObjectURL, export.Options{
 		Model:    "items",
 		Source:   pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"},
 		Lookback: time.Hour,

@@ -65,7 +65,7 @@ func (l *lake) export(opts export.Options) (*export.Result, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return export.Run(ctx, src, d, opts)
+	return export.Run(ctx, src, d, d.ObjectURL, opts)
 }
 
 func (l *lake) mustExport(opts export.Options) *export.Result {

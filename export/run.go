@@ -12,7 +12,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/highwater-dev/highwater/formats"
-	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
@@ -31,7 +31,8 @@ type Result struct {
 type runner struct {
 	opts    Options
 	src     *pgsource.Source
-	dest    *destination.Destination
+	bucket  objstore.Bucket
+	url     func(key string) string
 	log     *manifest.Log
 	table   *pgsource.Table
 	mapping *formats.Mapping
@@ -47,14 +48,16 @@ type runner struct {
 	warn   []string
 }
 
-// Run exports one model. It resumes the model's unfinished run when there
-// is one, and otherwise plans a new one.
-func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destination, opts Options) (*Result, error) {
+// Run exports one model into the lake rooted at b. It resumes the model's
+// unfinished run when there is one, and otherwise plans a new one.
+// objectURL turns a key of b into the URL by which engines read it, for
+// the symlink manifest and for errors.
+func Run(ctx context.Context, src *pgsource.Source, b objstore.Bucket, objectURL func(key string) string, opts Options) (*Result, error) {
 	opts.setDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	r := &runner{opts: opts, src: src, dest: dest, log: manifest.NewLog(dest, opts.Model),
+	r := &runner{opts: opts, src: src, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model),
 		attempt: manifest.NewRunID(time.Now()), logger: opts.Logger.With("model", opts.Model)}
 	r.log.Failpoint = opts.Failpoint
 	return r.run(ctx)
@@ -132,7 +135,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.opts.Failpoint("after-commit")
 	r.opts.Failpoint("before-symlink")
-	if err := r.log.WriteSymlinkManifestFrom(ctx, st, r.dest.ObjectURL); err != nil {
+	if err := r.log.WriteSymlinkManifestFrom(ctx, st, r.url); err != nil {
 		// The commit stands; the next commit rewrites the list.
 		r.warnf("rewrite the symlink manifest: %v", err)
 	}
@@ -166,11 +169,11 @@ func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 	case old.SameModel(r.id) && r.opts.FullRefresh:
 		return true, nil
 	case old.SameModel(r.id):
-		return false, fmt.Errorf("%w: %s/%s holds the state of %s: the source was restored into another cluster, or the table dropped and recreated or restored from a dump, so rows below the watermark would be skipped: rerun with --full-refresh to export it anew",
-			ErrIdentity, r.dest, r.opts.Model, d)
+		return false, fmt.Errorf("%w: %s holds the state of %s: the source was restored into another cluster, or the table dropped and recreated or restored from a dump, so rows below the watermark would be skipped: rerun with --full-refresh to export it anew",
+			ErrIdentity, r.url(r.log.Key()), d)
 	}
-	return false, fmt.Errorf("%w: %s/%s holds the state of %s: choose another --model or destination",
-		ErrIdentity, r.dest, r.opts.Model, d)
+	return false, fmt.Errorf("%w: %s holds the state of %s: choose another --model or destination",
+		ErrIdentity, r.url(r.log.Key()), d)
 }
 
 // resume picks up the newest unfinished run of the same kind, if the log
@@ -614,7 +617,7 @@ func (r *runner) writeFiles(ctx context.Context, batches <-chan *batch, free cha
 		if part == nil {
 			key := manifest.DataKey(r.plan.RunID, r.attempt, len(files)+1)
 			var err error
-			if part, err = openPart(ctx, r.dest, r.log, key, r.mapping, r.codec, &r.opts, r.fileMetadata()); err != nil {
+			if part, err = openPart(ctx, r.bucket, r.log, key, r.mapping, r.codec, &r.opts, r.fileMetadata()); err != nil {
 				return files, metrics, err
 			}
 		}
