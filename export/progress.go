@@ -20,7 +20,7 @@ func (r *runner) startProgress(ctx context.Context) {
 		}
 	}
 	p := r.plan
-	sc := r.src.NewScanner(r.table, r.mapping.SelectExprs(r.table.Quoted()))
+	sc := r.newScanner()
 	n, err := sc.EstimateRows(ctx, p.Interval)
 	if err != nil {
 		r.logger.Debug("no row estimate for the progress display", "error", err.Error())
