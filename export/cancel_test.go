@@ -1,7 +1,6 @@
 package export_test
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -10,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/highwater-dev/highwater/export"
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/faults"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
@@ -42,7 +39,7 @@ func TestFailedUploadCancelsTheRun(t *testing.T) {
 	injected := errors.New("injected: connection reset by the store")
 	fb := &faults.Bucket{After: 256 << 10, Err: injected, Fail: func(key string) bool { return l.part(key) == 2 }}
 
-	if err := l.exportThrough(fb, opts); !errors.Is(err, injected) {
+	if _, err := l.exportThrough(fb, opts); !errors.Is(err, injected) {
 		t.Fatalf("want the store's error, got %v", err)
 	}
 	// Six batches of 1024 rows exist; past them the read can only go on
@@ -89,7 +86,7 @@ func TestFailedReadAbortsTheUpload(t *testing.T) {
 	// The hold outlasts the read by far: the read fails within a few
 	// pages, and only an upload left to finish sees the hold run out.
 	fb := &faults.Bucket{Hold: func(key string) bool { return l.part(key) == 1 }, MaxHold: time.Minute}
-	if err := l.exportThrough(fb, opts); !errors.Is(err, pgsource.ErrDuplicateKey) {
+	if _, err := l.exportThrough(fb, opts); !errors.Is(err, pgsource.ErrDuplicateKey) {
 		t.Fatalf("want ErrDuplicateKey, got %v", err)
 	}
 	if ckpts := l.checkpoints(); len(ckpts) != 0 {
@@ -108,27 +105,6 @@ func TestFailedReadAbortsTheUpload(t *testing.T) {
 	if st := l.state(); st.Seq != 0 {
 		t.Fatalf("committed seq %d", st.Seq)
 	}
-}
-
-// exportThrough runs an export into the lake through fb, which it points
-// at the lake's destination.
-func (l *lake) exportThrough(fb *faults.Bucket, opts export.Options) error {
-	l.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer src.Close(ctx)
-	d, err := destination.Open(ctx, l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer d.Close()
-	fb.Bucket = d
-	_, err = export.Run(ctx, src, fb, d.ObjectURL, opts)
-	return err
 }
 
 // part is the file number of a data object's key, or 0 for another key.
