@@ -280,7 +280,7 @@ func TestCrashAndVacuum(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		dedupe.Run(context.Background(), d, dedupe.Options{Model: "items", Failpoint: func(name string) {
+		dedupe.Run(context.Background(), d, d.ObjectURL, dedupe.Options{Model: "items", Failpoint: func(name string) {
 			if name == "dedupe-before-commit" {
 				runtime.Goexit() // dies here: no commit, no clean-up of its outputs
 			}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
-	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
@@ -66,16 +66,19 @@ type Result struct {
 
 type runner struct {
 	opts   Options
-	dest   *destination.Destination
+	bucket objstore.Bucket
+	url    func(key string) string
 	log    *manifest.Log
 	logger *slog.Logger
 	budget budget
 }
 
-// Run dedupes one model: it rewrites the committed set, or the buckets that
-// new files touch, into one row per primary key, and commits the result in
-// one commit that removes every input.
-func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Result, error) {
+// Run dedupes one model of the lake rooted at b: it rewrites the committed
+// set, or the buckets that new files touch, into one row per primary key,
+// and commits the result in one commit that removes every input.
+// objectURL turns a key of b into the URL by which engines read it, for
+// the symlink manifest.
+func Run(ctx context.Context, b objstore.Bucket, objectURL func(key string) string, opts Options) (*Result, error) {
 	opts.setDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -86,7 +89,7 @@ func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Res
 	if !ok {
 		files = fileReserve
 	}
-	r := &runner{opts: opts, dest: dest, log: manifest.NewLog(dest, opts.Model),
+	r := &runner{opts: opts, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model),
 		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files, heapInUse())}
 	if r.budget.goLimit+files+slack > opts.MemoryLimit {
 		r.logger.Warn("the memory limit is too small for this process; it will be exceeded",
@@ -266,7 +269,7 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	}
 	res.Commit = c
 	r.opts.Failpoint("dedupe-after-commit")
-	if err := r.log.WriteSymlinkManifest(ctx, r.dest.ObjectURL); err != nil {
+	if err := r.log.WriteSymlinkManifest(ctx, r.url); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("rewrite the symlink manifest: %v", err))
 	}
 	return false, nil
@@ -276,7 +279,7 @@ func (r *runner) discard(files []manifest.File) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, f := range files {
-		_ = r.dest.Delete(ctx, r.log.Key(f.Key))
+		_ = r.bucket.Delete(ctx, r.log.Key(f.Key))
 	}
 }
 
@@ -361,7 +364,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var mu sync.Mutex
 	const batchBytes = 256 << 10
 	read := func(f manifest.File, want int, enc *encoder, batch *recBatch) error {
-		in, err := openInput(ctx, r.dest, r.log.Key(f.Key), dir)
+		in, err := openInput(ctx, r.bucket, r.log.Key(f.Key), dir)
 		if err != nil {
 			return err
 		}
@@ -497,7 +500,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var seq atomic.Int64
 	outs := make([]*outputs, workers)
 	for i := range outs {
-		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
+		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.bucket, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
 			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
 				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}

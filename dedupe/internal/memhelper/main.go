@@ -68,7 +68,7 @@ func run() error {
 		return err
 	}
 	defer d.Close()
-	res, err := dedupe.Run(ctx, d, dedupe.Options{Model: os.Args[2], MemoryLimit: limit, TargetFileBytes: target})
+	res, err := dedupe.Run(ctx, d, d.ObjectURL, dedupe.Options{Model: os.Args[2], MemoryLimit: limit, TargetFileBytes: target})
 	if err != nil {
 		return err
 	}
