@@ -43,3 +43,37 @@ func codecFields(n parquet.Node, c compress.Codec) []parquet.Field {
 	}
 	return out
 }
+
+// codecs lets the row groups encoded at once compress their pages at once:
+// each call takes one of n codecs (a zstd codec serializes its calls, one
+// encoder each). n codecs of 1 MiB windows cost a few MiB, not a history
+// per page.
+type codecs struct {
+	compress.Codec // names the codec; never called
+	free           chan compress.Codec
+}
+
+func newCodecs(n int, newCodec func() (compress.Codec, error)) (*codecs, error) {
+	c := &codecs{free: make(chan compress.Codec, n)}
+	for range n {
+		one, err := newCodec()
+		if err != nil {
+			return nil, err
+		}
+		c.Codec = one
+		c.free <- one
+	}
+	return c, nil
+}
+
+func (c *codecs) Encode(dst, src []byte) ([]byte, error) {
+	one := <-c.free
+	defer func() { c.free <- one }()
+	return one.Encode(dst, src)
+}
+
+func (c *codecs) Decode(dst, src []byte) ([]byte, error) {
+	one := <-c.free
+	defer func() { c.free <- one }()
+	return one.Decode(dst, src)
+}

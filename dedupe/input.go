@@ -49,35 +49,34 @@ func (in *inputFile) close() {
 	os.Remove(in.local.Name())
 }
 
-// eachRow calls fn for every row of the file, in file order. The row is
-// valid only during the call.
-func (in *inputFile) eachRow(ctx context.Context, fn func(row parquet.Row) error) error {
+// eachRowOf calls fn for every row of one row group, in file order. The
+// row is valid only during the call. Several row groups of a file may be
+// read at once.
+func (in *inputFile) eachRowOf(ctx context.Context, group int, fn func(row parquet.Row) error) error {
 	buf := make([]parquet.Row, 128)
-	for _, rg := range in.pf.RowGroups() {
-		rows := rg.Rows()
-		for {
-			if err := ctx.Err(); err != nil {
+	rows := in.pf.RowGroups()[group].Rows()
+	for {
+		if err := ctx.Err(); err != nil {
+			rows.Close()
+			return err
+		}
+		n, err := rows.ReadRows(buf)
+		for _, row := range buf[:n] {
+			if ferr := fn(row); ferr != nil {
 				rows.Close()
-				return err
-			}
-			n, err := rows.ReadRows(buf)
-			for _, row := range buf[:n] {
-				if ferr := fn(row); ferr != nil {
-					rows.Close()
-					return ferr
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("read rows: %w", err)
+				return ferr
 			}
 		}
-		if err := rows.Close(); err != nil {
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			rows.Close()
 			return fmt.Errorf("read rows: %w", err)
 		}
+	}
+	if err := rows.Close(); err != nil {
+		return fmt.Errorf("read rows: %w", err)
 	}
 	return nil
 }

@@ -40,6 +40,18 @@ func fileResident() (n int64, ok bool) {
 	return n, ok
 }
 
+// LeastMemoryLimit is the least Options.MemoryLimit that this process can
+// keep now: the pages it holds outside the Go runtime (see Run), the slack,
+// and the least heap a dedupe works in. A dedupe under a lower limit goes
+// on and logs a warning.
+func LeastMemoryLimit() int64 {
+	files, ok := fileResident()
+	if !ok {
+		files = fileReserve
+	}
+	return feasible(files)
+}
+
 // heapInUse returns the live heap after a collection: what the process
 // keeps whatever the dedupe does.
 func heapInUse() int64 {

@@ -18,25 +18,15 @@ import (
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
 )
 
 // maxRounds bounds how often a dedupe starts over because another dedupe
 // or a full refresh committed meanwhile.
 const maxRounds = 5
 
-// maxWorkers bounds the files decoded and the buckets rewritten at once.
-const maxWorkers = 4
-
-// workerHeap is the Go memory one more worker needs to be worth it: each
-// holds an input file's pages, a zstd encoder, a row group and a share of
-// the sort budget. Under a tight limit more workers only make the
-// collector run without end (a 64 MiB limit took 70% more CPU with two).
-const workerHeap = 32 << 20
-
 // workers is how many files or buckets a run processes at once.
-func (r *runner) workers() int {
-	return max(1, min(runtime.GOMAXPROCS(0), maxWorkers, int(r.budget.goLimit/workerHeap)))
-}
+func (r *runner) workers() int { return r.budget.workers }
 
 // Result describes a dedupe.
 type Result struct {
@@ -58,6 +48,13 @@ type Result struct {
 	TombstonesDropped int64
 	// SortRuns counts sort runs spilled to disk (0: everything fitted).
 	SortRuns int
+	// RowGroupsAtOnce is the most row groups of one bucket that were handed
+	// to the encoders at once: above 1, one bucket used several cores.
+	RowGroupsAtOnce int
+	// LeastMemoryLimit is the least MemoryLimit this process can keep:
+	// the binary's resident pages, the slack and the least Go heap. Under
+	// it the run went on and logged a warning.
+	LeastMemoryLimit int64
 	// Rounds counts the attempts, >1 when it had to start over.
 	Rounds   int
 	Rebased  bool
@@ -90,16 +87,17 @@ func Run(ctx context.Context, b objstore.Bucket, objectURL func(key string) stri
 		files = fileReserve
 	}
 	r := &runner{opts: opts, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model),
-		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files, heapInUse())}
-	if r.budget.goLimit+files+slack > opts.MemoryLimit {
+		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files, heapInUse(), runtime.GOMAXPROCS(0))}
+	res := &Result{LeastMemoryLimit: feasible(files)}
+	if res.LeastMemoryLimit > opts.MemoryLimit {
 		r.logger.Warn("the memory limit is too small for this process; it will be exceeded",
-			"limit", opts.MemoryLimit, "binary_resident", files, "go_minimum", minGoLimit)
+			"limit", opts.MemoryLimit, "least", res.LeastMemoryLimit, "binary_resident", files, "go_minimum", minGoLimit)
 	}
 	prev := debug.SetMemoryLimit(r.budget.goLimit)
 	defer debug.SetMemoryLimit(prev)
 	r.logger.Debug("memory budget", "limit", opts.MemoryLimit, "binary_resident", files, "go_limit", r.budget.goLimit,
-		"sort", r.budget.sortBytes, "row_group", r.budget.rowGroupBytes, "spill_buffers", r.budget.spillBuffers)
-	res := &Result{}
+		"workers", r.budget.workers, "sort", r.budget.sortBytes, "row_groups", r.budget.rowGroupBytes,
+		"row_group_metadata", r.budget.metaBytes, "spill_buffers", r.budget.spillBuffers)
 	for round := 1; round <= maxRounds; round++ {
 		res.Rounds = round
 		again, err := r.round(ctx, res)
@@ -245,11 +243,14 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	if err != nil {
 		return false, err
 	}
-	*res = Result{Layout: w.layout, FullRewrite: w.full, Rounds: res.Rounds}
+	*res = Result{Layout: w.layout, FullRewrite: w.full, Rounds: res.Rounds, LeastMemoryLimit: res.LeastMemoryLimit}
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
-	res.TombstonesDropped, res.SortRuns = stats.dropped, stats.sortRuns
-	if msg := r.budget.tooWide(stats.widest, r.workers()); msg != "" {
+	res.TombstonesDropped, res.SortRuns, res.RowGroupsAtOnce = stats.dropped, stats.sortRuns, stats.inFlight
+	// The row-group budget is split among the row groups held at once
+	// (being filled and in the encoders), fewer bytes each than a
+	// worker's share of the sort budget: that is the share a row must fit.
+	if msg := r.budget.tooWide(stats.widest, stats.rowGroupsHeld); msg != "" {
 		r.logger.Warn(msg)
 		res.Warnings = append(res.Warnings, msg)
 	}
@@ -339,7 +340,11 @@ type rewriteStats struct {
 	touched    int
 	dropped    int64
 	sortRuns   int
+	inFlight   int
 	widest     int64 // the largest row, encoded
+	// rowGroupsHeld is how many output row groups may be in memory at
+	// once, over which the row-group budget is split.
+	rowGroupsHeld int
 }
 
 // rewrite partitions the fresh files' rows by bucket, adds the existing
@@ -358,31 +363,38 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		sh     *shape
 		schema *parquet.Schema
 	)
-	// Input files are decoded on every core; mu guards what they share:
+	// Input files are decoded on every core, row group by row group so that
+	// one large file keeps every core busy too; mu guards what they share:
 	// the schema, the stats and the spill files, which take records in
 	// batches.
 	var mu sync.Mutex
 	const batchBytes = 256 << 10
-	read := func(f manifest.File, want int, enc *encoder, batch *recBatch) error {
+	open := func(f manifest.File) (*inputFile, error) {
 		in, err := openInput(ctx, r.bucket, r.log.Key(f.Key), dir)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer in.close()
 		mu.Lock()
+		defer mu.Unlock()
 		if schema == nil {
 			schema = in.pf.Schema()
 			if sh, err = newShape(schema, *w.base.Identity); err != nil {
-				mu.Unlock()
-				return fmt.Errorf("read %s: %w", f.Key, err)
+				in.close()
+				return nil, fmt.Errorf("read %s: %w", f.Key, err)
 			}
 		} else if !parquet.EqualNodes(schema, in.pf.Schema()) {
-			mu.Unlock()
-			return fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
+			in.close()
+			return nil, fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
 		}
-		enc.sh = sh
 		stats.inputs = append(stats.inputs, f)
 		stats.inputBytes += f.Bytes
+		return in, nil
+	}
+	// readGroup partitions the rows of one row group, whose first row is
+	// the file's row first.
+	readGroup := func(in *inputFile, f manifest.File, want, group int, first int64, enc *encoder, batch *recBatch) error {
+		mu.Lock()
+		enc.sh = sh
 		mu.Unlock()
 		flush := func() error {
 			mu.Lock()
@@ -397,10 +409,11 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			batch.reset()
 			return nil
 		}
+		// The row's position in the committed set breaks the last ties.
 		base := uint64(w.order[f.Key]) << 36
-		var n uint64
+		n := uint64(first)
 		var widest int
-		err = in.eachRow(ctx, func(row parquet.Row) error {
+		err := in.eachRowOf(ctx, group, func(row parquet.Row) error {
 			var h uint64
 			before := len(batch.data)
 			batch.data, h = enc.encode(batch.data, row, base|n)
@@ -418,6 +431,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			return nil
 		})
 		if err != nil {
+			batch.reset()
 			return err
 		}
 		mu.Lock()
@@ -429,14 +443,68 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		f    manifest.File
 		want int
 	}
+	// opened is an input whose row groups are being read; the last worker
+	// done with it removes its local copy.
+	type opened struct {
+		job
+		in     *inputFile
+		firsts []int64 // the first row of each row group
+		next   int     // the next row group to claim
+		left   int     // row groups not read yet
+	}
 	readAll := func(jobs []job) error {
 		var (
-			next     atomic.Int64
+			sched    sync.Mutex // guards nextFile, queue and every opened's next and left
+			nextFile int
+			queue    []*opened // inputs with row groups to claim
+			all      []*opened
 			wg       sync.WaitGroup
 			errOnce  sync.Once
 			firstErr error
 			failed   atomic.Bool
 		)
+		fail := func(err error) {
+			errOnce.Do(func() { firstErr = err })
+			failed.Store(true)
+		}
+		// claim returns a row group of an open input, else opens the next
+		// input: a worker opens a file only when no row group is left.
+		claim := func() (*opened, int, error) {
+			sched.Lock()
+			for len(queue) > 0 {
+				o := queue[0]
+				if o.next < len(o.firsts) {
+					o.next++
+					sched.Unlock()
+					return o, o.next - 1, nil
+				}
+				queue = queue[1:]
+			}
+			if nextFile >= len(jobs) {
+				sched.Unlock()
+				return nil, 0, nil
+			}
+			j := jobs[nextFile]
+			nextFile++
+			sched.Unlock()
+			in, err := open(j.f)
+			if err != nil {
+				return nil, 0, err
+			}
+			o := &opened{job: j, in: in}
+			var row int64
+			for _, rg := range in.pf.RowGroups() {
+				o.firsts = append(o.firsts, row)
+				row += rg.NumRows()
+			}
+			o.left = len(o.firsts)
+			o.next = 1
+			sched.Lock()
+			all = append(all, o)
+			queue = append(queue, o)
+			sched.Unlock()
+			return o, 0, nil
+		}
 		for _, j := range jobs {
 			r.opts.Progress.AddTotal(j.f.Rows)
 		}
@@ -447,19 +515,38 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 				var enc encoder
 				batch := &recBatch{offs: []int{0}}
 				for !failed.Load() {
-					i := int(next.Add(1)) - 1
-					if i >= len(jobs) {
+					o, g, err := claim()
+					if err != nil {
+						fail(err)
 						return
 					}
-					if err := read(jobs[i].f, jobs[i].want, &enc, batch); err != nil {
-						errOnce.Do(func() { firstErr = err })
-						failed.Store(true)
+					if o == nil {
+						return
+					}
+					if len(o.firsts) > 0 {
+						err = readGroup(o.in, o.f, o.want, g, o.firsts[g], &enc, batch)
+					}
+					sched.Lock()
+					o.left--
+					last := o.left <= 0
+					sched.Unlock()
+					if last {
+						o.in.close()
+					}
+					if err != nil {
+						fail(err)
 						return
 					}
 				}
 			}()
 		}
 		wg.Wait()
+		// After a failure, inputs whose row groups were left unread.
+		for _, o := range all {
+			if o.left > 0 {
+				o.in.close()
+			}
+		}
 		return firstErr
 	}
 	var jobs []job
@@ -493,26 +580,52 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 			todo = append(todo, b)
 		}
 	}
-	// Buckets are independent: sort, merge and encode several at once, one
-	// per core, each with its share of the memory budget.
-	workers := max(1, min(r.workers(), len(todo)))
+	// Buckets are independent: sort and merge several at once, one per
+	// core, each with its share of the memory budget. Row groups are
+	// encoded apart from the merge, by as many encoders as workers shared
+	// by all buckets: with fewer buckets than workers (a first dedupe of
+	// under a target file is one bucket), each bucket keeps several row
+	// groups in the encoders at once, and its sort sorts in parallel.
+	workers := r.workers()
+	compression, err := r.compression(ctx, w.base)
+	if err != nil {
+		return nil, nil, err
+	}
+	lanes := max(1, min(workers, len(todo)))
+	window := max(1, workers/lanes)
+	cs, err := newCodecs(workers, func() (compress.Codec, error) { return formats.NewCodec(compression) })
+	if err != nil {
+		return nil, nil, err
+	}
+	var outSchema *parquet.Schema
+	if schema != nil {
+		outSchema = parquet.NewSchema(schema.Name(), withCodec(schema, cs))
+	}
+	enc := startEncoders(workers)
+	// The row group share holds the raw bytes of, per bucket, the row
+	// group being filled and those in the encoders; these hold as much
+	// again in encoded pages (rowGroupCharge). The gate takes what the
+	// encoders hold, whatever the buckets' progress.
+	stats.rowGroupsHeld = lanes * (window + 1)
+	rowGroup := max(1, r.budget.rowGroupBytes/int64(stats.rowGroupsHeld))
+	g := newGate(int64(lanes*window) * rowGroupCharge(rowGroup))
+	// Each bucket being rewritten has one file open, whose row groups'
+	// metadata grows until its footer.
+	maxGroups := 1 << 30
+	if schema != nil {
+		maxGroups = int(max(1, r.budget.metaBytes/int64(lanes)/int64(len(schema.Columns())*groupMetaBytes)))
+	}
 	attempt := manifest.NewID()[:12]
 	var seq atomic.Int64
-	outs := make([]*outputs, workers)
+	outs := make([]*outputs, lanes)
 	for i := range outs {
 		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.bucket, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
-			target: r.opts.TargetFileBytes, rowGroup: r.budget.rowGroupBytes / int64(workers), modKind: w.modKind,
+			target: r.opts.TargetFileBytes, rowGroup: rowGroup, modKind: w.modKind, codec: cs, schema: outSchema,
+			enc: enc, window: window, gate: g, maxGroups: maxGroups,
 			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
 				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
 		if len(stats.inputs) > 0 {
 			o.schemaID = stats.inputs[0].SchemaID
-		}
-		// A codec each: the zstd codec encodes one page at a time.
-		if o.codec, err = formats.NewCodec(r.opts.Compression); err != nil {
-			return nil, nil, err
-		}
-		if schema != nil {
-			o.schema = parquet.NewSchema(schema.Name(), withCodec(schema, o.codec))
 		}
 		outs[i] = o
 	}
@@ -529,7 +642,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			srt := &sorter{dir: dir, budget: r.budget.sortBytes / int64(workers)}
+			srt := &sorter{dir: dir, budget: r.budget.sortBytes / int64(lanes), par: window}
 			defer func() { runs.Add(int64(srt.runsWritten)) }()
 			for !failed.Load() {
 				i := int(next.Add(1)) - 1
@@ -559,11 +672,13 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 		}()
 	}
 	wg.Wait()
+	enc.stop()
 	all := &outputs{}
 	for _, o := range outs {
 		all.files = append(all.files, o.files...)
 		all.bytesOut += o.bytesOut
 		all.rowsOut += o.rowsOut
+		stats.inFlight = max(stats.inFlight, o.inFlight)
 	}
 	if firstErr != nil {
 		r.discard(all.files)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -146,8 +147,14 @@ type sorter struct {
 	budget int64
 	arena  []byte
 	offs   []sortEnt
+	// par is how many goroutines sort a run: the run's entries are sorted
+	// in par chunks at once, then merged as they are emitted.
+	par    int
+	chunks [][]sortEnt
 	// runsWritten counts sort runs spilled, for the log and the tests.
 	runsWritten int
+	// mergeWidth is the most runs one merge read at once.
+	mergeWidth int
 }
 
 // run sorts the records of f, of size bytes, and emits each key's winner
@@ -192,7 +199,64 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 		}
 	}
 	s.arena, s.offs = nil, nil // the merge needs the memory
+	// Each run read at once takes a buffer of at least minMergeBuf, so
+	// many runs are merged a group at a time into fewer, longer runs
+	// until one merge reads them all within the budget.
+	for fanIn := s.fanIn(); len(runs) > fanIn; {
+		var next []*os.File
+		for len(runs) > 0 {
+			group := runs[:min(fanIn, len(runs))]
+			runs = runs[len(group):]
+			rf, err := s.mergeRun(group)
+			if err != nil {
+				runs = append(runs, group...) // closed by the deferred func
+				return err
+			}
+			next = append(next, rf)
+		}
+		runs = next
+	}
 	return s.merge(runs, emit)
+}
+
+// minMergeBuf is the least read buffer of one run in a merge: below it
+// the merge spends its time in reads.
+const minMergeBuf = 16 << 10
+
+// fanIn is how many runs one merge reads at once: their buffers take half
+// of the budget.
+func (s *sorter) fanIn() int {
+	return int(max(2, s.budget/2/minMergeBuf))
+}
+
+// mergeRun merges a group of runs into one run of their winners, and
+// removes them.
+func (s *sorter) mergeRun(group []*os.File) (*os.File, error) {
+	f, err := s.dir.create("run")
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriterSize(f, 256<<10)
+	err = s.merge(group, func(rec []byte) error {
+		_, err := w.Write(rec)
+		return err
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return nil, fmt.Errorf("merge sort runs: %w", err)
+	}
+	for _, r := range group {
+		r.Close()
+		os.Remove(r.Name())
+	}
+	return f, nil
 }
 
 // fill reads records into the arena until the budget is reached.
@@ -235,26 +299,59 @@ func newSortEnt(rec []byte, off int) sortEnt {
 	return sortEnt{binary.BigEndian.Uint64(p[:]), binary.BigEndian.Uint64(p[8:]), binary.BigEndian.Uint64(p[16:]), off}
 }
 
+// minChunk is the fewest entries worth a goroutine of their own.
+const minChunk = 16 << 10
+
+// sortArena sorts the run's entries in up to par chunks at once.
 func (s *sorter) sortArena() {
-	a := s.arena
-	slices.SortFunc(s.offs, func(x, y sortEnt) int {
-		if c := cmp.Compare(x.k0, y.k0); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.k1, y.k1); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.k2, y.k2); c != 0 {
-			return c
-		}
-		return bytes.Compare(recSort(a[x.off:]), recSort(a[y.off:]))
-	})
+	n := len(s.offs)
+	p := max(1, min(s.par, n/minChunk))
+	s.chunks = s.chunks[:0]
+	var wg sync.WaitGroup
+	for i := range p {
+		c := s.offs[n*i/p : n*(i+1)/p]
+		s.chunks = append(s.chunks, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			slices.SortFunc(c, s.compare)
+		}()
+	}
+	wg.Wait()
 }
 
-// winners emits the first record of each key from the sorted arena.
+func (s *sorter) compare(x, y sortEnt) int {
+	if c := cmp.Compare(x.k0, y.k0); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.k1, y.k1); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.k2, y.k2); c != 0 {
+		return c
+	}
+	return bytes.Compare(recSort(s.arena[x.off:]), recSort(s.arena[y.off:]))
+}
+
+// winners emits the first record of each key from the sorted chunks,
+// merging them: no two records have the same sort key (it ends with the
+// record's position in the input), so the order is the one a single sort
+// gives.
 func (s *sorter) winners(emit func(rec []byte) error) error {
+	chunks := s.chunks
 	var prev []byte
-	for _, e := range s.offs {
+	for {
+		best := -1
+		for i, c := range chunks {
+			if len(c) > 0 && (best < 0 || s.compare(c[0], chunks[best][0]) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		e := chunks[best][0]
+		chunks[best] = chunks[best][1:]
 		rec := s.arena[e.off:]
 		rec = rec[:recLen(rec)]
 		k := recKey(rec)
@@ -266,7 +363,6 @@ func (s *sorter) winners(emit func(rec []byte) error) error {
 			return err
 		}
 	}
-	return nil
 }
 
 // writeRun spills the sorted arena's winners.
@@ -297,7 +393,8 @@ func (s *sorter) writeRun() (*os.File, error) {
 // merge k-way merges sorted runs and emits the first record of each key.
 // Each run's reader buffers a share of the budget.
 func (s *sorter) merge(runs []*os.File, emit func(rec []byte) error) error {
-	bufSize := int(max(16<<10, min(1<<20, s.budget/int64(2*len(runs)))))
+	s.mergeWidth = max(s.mergeWidth, len(runs))
+	bufSize := int(max(minMergeBuf, min(1<<20, s.budget/int64(2*len(runs)))))
 	h := &runHeap{}
 	for _, f := range runs {
 		rr := &recordReader{r: bufio.NewReaderSize(f, bufSize)}

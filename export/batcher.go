@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/dustin/go-humanize"
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/pgsource"
@@ -55,7 +54,7 @@ func (r *runner) newBatcher() (*batcher, error) {
 		maxBytes: max(r.opts.RowGroupBytes/8, 1<<20), rowGroupBytes: r.opts.RowGroupBytes, warnf: r.warnf,
 		free: make(chan *batch, batchesInFlight)}
 	for range cap(bt.free) {
-		bt.free <- &batch{}
+		bt.free <- &batch{rows: r.mapping.NewBatch()}
 	}
 	var err error
 	if p.Interval.IncludeBeyondTo {
@@ -96,19 +95,13 @@ func (bt *batcher) add(ctx context.Context, row *pgsource.Row, deleted bool) (*b
 		}
 	}
 	b := bt.b
-	var pr parquet.Row
-	if n := len(b.rows); n < cap(b.rows) {
-		pr = b.rows[:n+1][n]
-	}
-	pr, err := bt.mapping.AppendRow(pr, row.Values, bt.version, deleted)
-	if err != nil {
+	if err := bt.mapping.AppendBatch(b.rows, row.Values, bt.version, deleted); err != nil {
 		return nil, fmt.Errorf("convert row: %w", err)
 	}
-	b.rows = append(b.rows, pr)
 	bt.measure(row)
 	bt.count(row)
 	bt.lastMod, bt.lastNull = row.Mod, row.ModNull
-	if len(b.rows) < batchRows && b.raw < bt.maxBytes {
+	if b.rows.Len() < batchRows && b.raw < bt.maxBytes {
 		return nil, nil
 	}
 	last, err := row.Cursor()
@@ -126,7 +119,8 @@ func (bt *batcher) start(ctx context.Context, row *pgsource.Row) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	b.rows, b.raw, b.first, b.last, b.minMod, b.maxMod = b.rows[:0], 0, nil, nil, nil, nil
+	b.rows.Reset()
+	b.raw, b.first, b.last, b.minMod, b.maxMod = 0, nil, nil, nil, nil
 	b.metrics = manifest.Metrics{}
 	bt.b = b
 	first, err := row.Cursor()
@@ -175,7 +169,7 @@ func (bt *batcher) count(row *pgsource.Row) {
 }
 
 // pending reports whether a batch holds rows not yet handed over.
-func (bt *batcher) pending() bool { return bt.b != nil && len(bt.b.rows) > 0 }
+func (bt *batcher) pending() bool { return bt.b != nil && bt.b.rows.Len() > 0 }
 
 // cut ends the batch being filled at the cursor last and hands it over.
 func (bt *batcher) cut(last *manifest.Cursor) *batch {

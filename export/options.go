@@ -74,6 +74,9 @@ type Options struct {
 	// Progress, when set, counts the rows and files of the run as they are
 	// written, for a display on a terminal.
 	Progress *progress.Counter
+	// Advice, when shared by the instances of a model, says each warning
+	// about the model's table once for all of them (see Advice).
+	Advice *Advice
 	// Failpoint, when set, is called at named points of the run; a test
 	// makes it kill the process there.
 	Failpoint func(name string)

@@ -52,7 +52,7 @@ func (r *runner) discover(ctx context.Context) (tz string, err error) {
 	}
 	r.table = t
 	for _, w := range t.Warnings {
-		r.warnf("%s", w)
+		r.adviseTable(w)
 	}
 	if r.mapping, err = formats.NewMapping(t.Columns, r.opts.Formats); err != nil {
 		return "", fmt.Errorf("map the columns of %s to Parquet: %w", r.opts.Model, err)
@@ -112,11 +112,11 @@ func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 // resume picks up the newest unfinished run of the same kind, if the log
 // has not moved past it.
 func (r *runner) resume(ctx context.Context, st *manifest.State) (bool, error) {
-	runs, err := r.log.ListRuns(ctx)
+	kind := r.opts.kind()
+	runs, err := r.log.ListRunsSince(ctx, resumableSince(st, kind))
 	if err != nil {
 		return false, err
 	}
-	kind := r.opts.kind()
 	for i := len(runs) - 1; i >= 0; i-- {
 		id := runs[i]
 		if st.Ended(id) != nil {
@@ -220,10 +220,13 @@ func (r *runner) newPlan(ctx context.Context, st *manifest.State, tz string) err
 	for _, w := range p.Warnings {
 		r.warnf("%s", w)
 	}
+	r.plan = p
+	if r.dryRun {
+		return nil
+	}
 	if err := r.log.WritePlan(ctx, p); err != nil {
 		return err
 	}
-	r.plan = p
 	r.logger.Info("planned run", "run", p.RunID, "kind", kind, "from", deref(p.Interval.From), "to", p.Interval.To)
 	return nil
 }

@@ -19,9 +19,7 @@ func (r *runner) startProgress(ctx context.Context) {
 			pr.AddFile(ck.File.Bytes)
 		}
 	}
-	p := r.plan
-	sc := r.newScanner()
-	n, err := sc.EstimateRows(ctx, p.Interval)
+	n, err := r.estimateRows(ctx)
 	if err != nil {
 		r.logger.Debug("no row estimate for the progress display", "error", err.Error())
 		return

@@ -37,6 +37,8 @@ type runner struct {
 	chain   []manifest.FileCheckpoint
 	attempt string
 	logger  *slog.Logger
+	// dryRun stops the run once planned, with nothing written (DryRun).
+	dryRun bool
 
 	warnMu sync.Mutex // the reader goroutine warns too
 	warn   []string
@@ -72,6 +74,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	resumed, err := r.planRun(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if r.dryRun {
+		return &Result{Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
 	}
 	r.opts.Failpoint("after-plan")
 	r.startProgress(ctx)

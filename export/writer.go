@@ -8,7 +8,6 @@ import (
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
-	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
 )
 
@@ -37,9 +36,9 @@ func (p *partWriter) write(b *batch) error {
 		p.file.First = b.first
 	}
 	p.file.Last = b.last
-	p.file.Rows += int64(len(b.rows))
+	p.file.Rows += int64(b.rows.Len())
 	p.file.MinModifiedAt, p.file.MaxModifiedAt = minMax(p.file.MinModifiedAt, p.file.MaxModifiedAt, b.minMod, b.maxMod)
-	if err := p.fw.Write(b.rows, b.raw); err != nil {
+	if err := p.fw.WriteBatch(b.rows, b.raw); err != nil {
 		return fmt.Errorf("write %s: %w", p.key, err)
 	}
 	return nil
@@ -77,7 +76,7 @@ func minMax(lo, hi, blo, bhi *string) (*string, *string) {
 
 // batch is a run of consecutive rows, handed from the reader to the writer.
 type batch struct {
-	rows        []parquet.Row
+	rows        *formats.Batch
 	raw         int64
 	first, last *manifest.Cursor
 	// minMod and maxMod ignore NULLs, which sort first in a scan.

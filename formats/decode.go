@@ -23,9 +23,16 @@ const (
 )
 
 // arena owns the bytes of BYTE_ARRAY values: pgx reuses its buffers after
-// each row. Blocks are never reused, only dropped, so a row stays valid for
-// as long as the caller holds it, whatever it does with it.
-type arena struct{ buf []byte }
+// each row. A Mapping's arena never reuses a block, only drops it, so a row
+// from AppendRow stays valid for as long as the caller holds it, whatever
+// it does with it. A Batch's arena keeps its blocks (reuse) and hands them
+// out again after reset: the batch's owner says when its values are dead.
+type arena struct {
+	buf    []byte
+	reuse  bool
+	blocks [][]byte // with reuse: every block made, in order
+	next   int      // with reuse: the first block not handed out since reset
+}
 
 const arenaBlock = 64 << 10
 
@@ -34,12 +41,26 @@ func (a *arena) alloc(n int) []byte {
 		return make([]byte, n)
 	}
 	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]byte, 0, arenaBlock)
+		a.buf = a.block()
 	}
 	s := len(a.buf)
 	a.buf = a.buf[:s+n]
 	return a.buf[s : s+n : s+n]
 }
+
+func (a *arena) block() []byte {
+	if !a.reuse {
+		return make([]byte, 0, arenaBlock)
+	}
+	if a.next == len(a.blocks) {
+		a.blocks = append(a.blocks, make([]byte, 0, arenaBlock))
+	}
+	a.next++
+	return a.blocks[a.next-1][:0]
+}
+
+// reset makes every block of a reusing arena free again.
+func (a *arena) reset() { a.buf, a.next = nil, 0 }
 
 func (a *arena) copy(b []byte) []byte {
 	d := a.alloc(len(b))
@@ -61,14 +82,14 @@ func (m *Mapping) AppendRow(dst parquet.Row, values [][]byte, version int64, del
 		b := values[i]
 		switch {
 		case c.list:
-			row, err = m.appendList(row, c, i, b)
+			row, err = appendList(row, &m.arena, c, i, b)
 			if err != nil {
 				return dst, err
 			}
 		case b == nil:
 			row = append(row, parquet.Value{}.Level(0, 0, i))
 		default:
-			v, err := m.decode(c, b)
+			v, err := decode(&m.arena, c, b)
 			if err != nil {
 				return dst, err
 			}
@@ -84,7 +105,8 @@ func (m *Mapping) AppendRow(dst parquet.Row, values [][]byte, version int64, del
 
 // appendList writes a one-dimensional array as a 3-level LIST: definition
 // level 0 is a NULL array, 1 an empty one, 2 a NULL element, 3 a value.
-func (m *Mapping) appendList(row parquet.Row, c *column, col int, b []byte) (parquet.Row, error) {
+// row is a parquet.Row, or one column of a Batch.
+func appendList(row []parquet.Value, a *arena, c *column, col int, b []byte) ([]parquet.Value, error) {
 	if b == nil {
 		return append(row, parquet.Value{}.Level(0, 0, col)), nil
 	}
@@ -121,7 +143,7 @@ func (m *Mapping) appendList(row parquet.Row, c *column, col int, b []byte) (par
 		if p+l > len(b) {
 			return row, fmt.Errorf("decode column %q: array element %d is truncated", c.name, j)
 		}
-		v, err := m.decode(c, b[p:p+l])
+		v, err := decode(a, c, b[p:p+l])
 		if err != nil {
 			return row, err
 		}
@@ -131,10 +153,10 @@ func (m *Mapping) appendList(row parquet.Row, c *column, col int, b []byte) (par
 	return row, nil
 }
 
-func (m *Mapping) decode(c *column, b []byte) (parquet.Value, error) {
+func decode(a *arena, c *column, b []byte) (parquet.Value, error) {
 	switch c.enc {
 	case encText, encBytes:
-		return parquet.ByteArrayValue(m.arena.copy(b)), nil
+		return parquet.ByteArrayValue(a.copy(b)), nil
 	case encInt16:
 		if len(b) != 2 {
 			return parquet.Value{}, lenError(c, 2, b)
@@ -171,7 +193,7 @@ func (m *Mapping) decode(c *column, b []byte) (parquet.Value, error) {
 		}
 		return parquet.BooleanValue(b[0] != 0), nil
 	case encDecimal32, encDecimal64, encDecimal128:
-		return m.decodeDecimal(c, b)
+		return decodeDecimal(a, c, b)
 	case encDate:
 		if len(b) != 4 {
 			return parquet.Value{}, lenError(c, 4, b)
@@ -204,7 +226,7 @@ func (m *Mapping) decode(c *column, b []byte) (parquet.Value, error) {
 			return parquet.Value{}, lenError(c, 8, b)
 		}
 		var buf [32]byte
-		return parquet.ByteArrayValue(m.arena.copy(appendTime(buf[:0], int64(binary.BigEndian.Uint64(b))))), nil
+		return parquet.ByteArrayValue(a.copy(appendTime(buf[:0], int64(binary.BigEndian.Uint64(b))))), nil
 	case encTimeTZText:
 		if len(b) != 12 {
 			return parquet.Value{}, lenError(c, 12, b)
@@ -212,7 +234,7 @@ func (m *Mapping) decode(c *column, b []byte) (parquet.Value, error) {
 		var buf [40]byte
 		s := appendTime(buf[:0], int64(binary.BigEndian.Uint64(b)))
 		s = appendZone(s, int32(binary.BigEndian.Uint32(b[8:])))
-		return parquet.ByteArrayValue(m.arena.copy(s)), nil
+		return parquet.ByteArrayValue(a.copy(s)), nil
 	case encIntervalText:
 		if len(b) != 16 {
 			return parquet.Value{}, lenError(c, 16, b)
@@ -220,19 +242,19 @@ func (m *Mapping) decode(c *column, b []byte) (parquet.Value, error) {
 		var buf [96]byte
 		s := appendISOInterval(buf[:0], int64(binary.BigEndian.Uint64(b)),
 			int32(binary.BigEndian.Uint32(b[8:])), int32(binary.BigEndian.Uint32(b[12:])))
-		return parquet.ByteArrayValue(m.arena.copy(s)), nil
+		return parquet.ByteArrayValue(a.copy(s)), nil
 	case encUUIDText:
 		if len(b) != 16 {
 			return parquet.Value{}, lenError(c, 16, b)
 		}
-		d := m.arena.alloc(36)
+		d := a.alloc(36)
 		formatUUID(d, b)
 		return parquet.ByteArrayValue(d), nil
 	case encUUIDBytes:
 		if len(b) != 16 {
 			return parquet.Value{}, lenError(c, 16, b)
 		}
-		return parquet.FixedLenByteArrayValue(m.arena.copy(b)), nil
+		return parquet.FixedLenByteArrayValue(a.copy(b)), nil
 	}
 	return parquet.Value{}, fmt.Errorf("decode column %q: no decoder", c.name)
 }

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -84,7 +85,10 @@ ORDER BY a.attnum`
 func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // exportTable writes the table, ordered by its first column, as the
-// exporter does: SelectExprs, binary results, RawValues into AppendRow.
+// exporter does: SelectExprs, binary results, RawValues into AppendBatch,
+// batches of three rows into WriteBatch. It also writes the rows through
+// AppendRow and Write, and fails unless both files are the same bytes: the
+// two paths must not differ in anything a reader could see.
 func exportTable(t testing.TB, conn *pgx.Conn, table string, cols []Column, opts Options, wopts WriterOptions) (string, *Mapping) {
 	t.Helper()
 	m, err := NewMapping(cols, opts)
@@ -106,40 +110,69 @@ func exportTable(t testing.TB, conn *pgx.Conn, table string, cols []Column, opts
 		t.Fatalf("select: %v", err)
 	}
 	defer rows.Close()
-	path := filepath.Join(t.TempDir(), "part-0.parquet")
+	dir := t.TempDir()
+	path := filepath.Join(dir, "part-0.parquet")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	var byRow bytes.Buffer
 	fw, err := NewFileWriter(f, m.Schema(), wopts)
 	if err != nil {
 		t.Fatalf("new file writer: %v", err)
 	}
+	rw, err := NewFileWriter(&byRow, m.Schema(), wopts)
+	if err != nil {
+		t.Fatalf("new file writer: %v", err)
+	}
+	b := m.NewBatch()
 	var batch []parquet.Row
+	var raw int64
 	version := time.Date(2024, 5, 6, 7, 8, 9, 123456000, time.UTC).UnixMicro()
+	write := func() {
+		if err := fw.WriteBatch(b, raw); err != nil {
+			t.Fatalf("write batch: %v", err)
+		}
+		if err := rw.Write(batch, raw); err != nil {
+			t.Fatalf("write rows: %v", err)
+		}
+		b.Reset()
+		batch, raw = batch[:0], 0
+	}
 	for rows.Next() {
-		row, err := m.AppendRow(nil, rows.RawValues(), version, false)
+		values := rows.RawValues()
+		if err := m.AppendBatch(b, values, version, false); err != nil {
+			t.Fatalf("append batch: %v", err)
+		}
+		row, err := m.AppendRow(nil, values, version, false)
 		if err != nil {
 			t.Fatalf("append row: %v", err)
 		}
 		batch = append(batch, row)
+		for _, v := range values {
+			raw += int64(len(v)) + 4
+		}
 		if len(batch) == 3 {
-			if _, err := fw.WriteRows(batch); err != nil {
-				t.Fatalf("write rows: %v", err)
-			}
-			batch = batch[:0]
+			write()
 		}
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatalf("select: %v", err)
 	}
-	if _, err := fw.WriteRows(batch); err != nil {
-		t.Fatalf("write rows: %v", err)
+	write()
+	for _, w := range []*FileWriter{fw, rw} {
+		w.SetKeyValue("highwater.model", "types")
+		if err := w.Close(); err != nil {
+			t.Fatalf("close: %v", err)
+		}
 	}
-	fw.SetKeyValue("highwater.model", "types")
-	if err := fw.Close(); err != nil {
-		t.Fatalf("close: %v", err)
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, byRow.Bytes()) {
+		t.Fatalf("the file written from batches (%d bytes) differs from the one written from rows (%d bytes)", len(got), byRow.Len())
 	}
 	return path, m
 }

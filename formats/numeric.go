@@ -133,7 +133,7 @@ func numericUnscaled(b []byte, scale, prec int) (neg bool, mag u128, err error) 
 	return neg, mag, nil
 }
 
-func (m *Mapping) decodeDecimal(c *column, b []byte) (parquet.Value, error) {
+func decodeDecimal(a *arena, c *column, b []byte) (parquet.Value, error) {
 	neg, mag, err := numericUnscaled(b, c.scale, c.prec)
 	if err != nil {
 		return parquet.Value{}, fmt.Errorf("decode column %q as DECIMAL(%d,%d): %w; "+
@@ -163,5 +163,5 @@ func (m *Mapping) decodeDecimal(c *column, b []byte) (parquet.Value, error) {
 	var full [16]byte
 	binary.BigEndian.PutUint64(full[:8], hi)
 	binary.BigEndian.PutUint64(full[8:], lo)
-	return parquet.FixedLenByteArrayValue(m.arena.copy(full[16-c.flba:])), nil
+	return parquet.FixedLenByteArrayValue(a.copy(full[16-c.flba:])), nil
 }

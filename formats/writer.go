@@ -41,6 +41,7 @@ type FileWriter struct {
 	byteCols map[int]int // leaf column index -> position in open
 	open     []bounds    // of the current row group
 	groups   [][]bounds  // of the flushed row groups
+	spare    []*RowGroup // committed, to be begun again
 }
 
 // NewFileWriter starts a Parquet file of the schema on w: a mapping's
@@ -141,8 +142,12 @@ func (f *FileWriter) WriteRows(rows []parquet.Row) (int, error) {
 	return written, nil
 }
 
-func (f *FileWriter) observe(rows []parquet.Row) {
-	if len(f.open) == 0 {
+func (f *FileWriter) observe(rows []parquet.Row) { f.observeInto(f.open, rows) }
+
+// observeInto adds the BYTE_ARRAY values of rows to the bounds of one row
+// group.
+func (f *FileWriter) observeInto(open []bounds, rows []parquet.Row) {
+	if len(open) == 0 {
 		return
 	}
 	for _, row := range rows {
@@ -151,7 +156,7 @@ func (f *FileWriter) observe(rows []parquet.Row) {
 				continue
 			}
 			if j, ok := f.byteCols[v.Column()]; ok {
-				f.open[j].add(v.ByteArray())
+				open[j].add(v.ByteArray())
 			}
 		}
 	}

@@ -3,6 +3,8 @@ package formats
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	"io"
 	"math/rand/v2"
 	"testing"
 
@@ -71,5 +73,89 @@ func TestWriteBoundsAndEstimate(t *testing.T) {
 	}
 	if len(sizes) != 3 || sizes[0] != 1000 || sizes[1] != 1000 || sizes[2] != 500 {
 		t.Errorf("row groups %v, want [1000 1000 500]", sizes)
+	}
+}
+
+// TestRowGroupsApartOpen: row groups encoded apart (BeginRowGroup, several
+// in flight at once) and committed in order go through the same footer
+// rewrite as the file's own: parquet-go's reader, page indexes included,
+// opens the file, and every row group's BYTE_ARRAY statistics are its own.
+func TestRowGroupsApartOpen(t *testing.T) {
+	m, err := NewMapping([]Column{{Name: "id", TypeOID: oidInt8}, {Name: "s", TypeOID: oidText}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	fw, err := NewFileWriter(&out, m.Schema(), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const groups, perGroup = 4, 3000
+	id := make([]byte, 8)
+	rgs := make([]*RowGroup, groups)
+	// Begin every row group before the first is committed, as dedupe's
+	// encoders do, and fill them out of order.
+	for g := range rgs {
+		rgs[g] = BeginRowGroup(fw)
+	}
+	for _, g := range []int{2, 0, 3, 1} {
+		var rows []parquet.Row
+		for i := range perGroup {
+			binary.BigEndian.PutUint64(id, uint64(g*perGroup+i))
+			r, err := m.AppendRow(nil, [][]byte{id, fmt.Appendf(nil, "g%d-%05d", g, i)}, 1, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, r)
+		}
+		if _, err := rgs[g].WriteRows(rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := rgs[g].Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, rg := range rgs {
+		if err := rg.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(bytes.NewReader(out.Bytes()), int64(out.Len()))
+	if err != nil {
+		t.Fatalf("parquet-go cannot open the file: %v", err)
+	}
+	if len(pf.RowGroups()) != groups {
+		t.Fatalf("%d row groups, want %d", len(pf.RowGroups()), groups)
+	}
+	sCol := -1
+	for i, c := range pf.Schema().Columns() {
+		if c[0] == "s" {
+			sCol = i
+		}
+	}
+	for g, rg := range pf.RowGroups() {
+		for _, cc := range rg.ColumnChunks() {
+			if _, err := cc.OffsetIndex(); err != nil {
+				t.Fatalf("row group %d column %d: offset index: %v", g, cc.Column(), err)
+			}
+		}
+		st := pf.Metadata().RowGroups[g].Columns[sCol].MetaData.Statistics
+		lo, hi := fmt.Sprintf("g%d-%05d", g, 0), fmt.Sprintf("g%d-%05d", g, perGroup-1)
+		if string(st.MinValue) != lo || string(st.MaxValue) != hi {
+			t.Errorf("row group %d: s in [%q, %q], want [%q, %q]", g, st.MinValue, st.MaxValue, lo, hi)
+		}
+		rows := make([]parquet.Row, perGroup+1)
+		r := rg.Rows()
+		n, err := r.ReadRows(rows)
+		r.Close()
+		if n != perGroup || err != nil && err != io.EOF {
+			t.Fatalf("row group %d: read %d rows (%v), want %d", g, n, err, perGroup)
+		}
+		if got := rows[0][sCol].String(); got != lo {
+			t.Errorf("row group %d begins with %q, want %q", g, got, lo)
+		}
 	}
 }

@@ -52,56 +52,69 @@ func parseLogName(name string) (seq int64, checkpoint, ok bool) {
 	return seq, checkpoint, true
 }
 
-// Listing is what one listing of a model's _manifests/ shows.
+// Listing is what one listing of a model's _manifests/ shows: the whole
+// directory, or (see listTail) the part after a known commit.
 type Listing struct {
+	// First is the lowest seq the listing covers: 1 for the whole log.
+	First       int64
 	Commits     []int64 // ascending
 	Checkpoints []int64 // ascending
 	Hint        bool    // _last_checkpoint exists
 }
 
-// List lists the model's log. It is the one way the head is found: probing
-// seq+1 until a read fails takes the first missing commit for the end.
-// Stores list in pages (S3: 1000 keys); objstore.List follows them, so the
+// List lists the whole log. Stores list in pages (S3: 1000 keys), so the
 // cost grows with the length of the log, one request per thousand commits
-// and checkpoints.
+// and checkpoints; readers of the state list its tail only (see
+// readHead). A head found by probing seq+1 until a read fails would take
+// the first missing commit for the end.
 func (l *Log) List(ctx context.Context) (*Listing, error) {
-	var ls Listing
+	ls := &Listing{First: 1}
 	err := l.bucket.List(ctx, l.Key("_manifests")+"/", func(a objstore.Attrs) error {
-		name := path.Base(a.Key)
-		if name == hintName {
-			ls.Hint = true
-			return nil
-		}
-		seq, checkpoint, ok := parseLogName(name)
-		switch {
-		case !ok:
-		case checkpoint:
-			ls.Checkpoints = append(ls.Checkpoints, seq)
-		default:
-			ls.Commits = append(ls.Commits, seq)
-		}
+		ls.add(path.Base(a.Key))
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list the log: %w", err)
 	}
-	// Lexical order is seq order for names of equal length; sorting again
-	// keeps the gap check right whatever a backend's order.
+	ls.sort()
+	return ls, nil
+}
+
+// add records one name of the log's directory.
+func (ls *Listing) add(name string) {
+	if name == hintName {
+		ls.Hint = true
+		return
+	}
+	seq, checkpoint, ok := parseLogName(name)
+	switch {
+	case !ok:
+	case checkpoint:
+		ls.Checkpoints = append(ls.Checkpoints, seq)
+	default:
+		ls.Commits = append(ls.Commits, seq)
+	}
+}
+
+// sort puts the seqs in order. Lexical order is seq order for names of
+// equal length; sorting again keeps the gap check right whatever a
+// backend's order.
+func (ls *Listing) sort() {
 	slices.Sort(ls.Commits)
-	slices.Sort(ls.Checkpoints)
-	return &ls, nil
+	ls.Checkpoints = slices.Compact(slices.Sorted(slices.Values(ls.Checkpoints)))
 }
 
 // Gap returns the first missing seq and the evidence that it once existed:
 // the next commit, or a state checkpoint that folds past the last commit.
 // missing is 0 when the log is whole.
 func (ls *Listing) Gap() (missing int64, evidence string) {
+	first := max(ls.First, 1)
 	for i, seq := range ls.Commits {
-		if want := int64(i + 1); seq != want {
+		if want := first + int64(i); seq != want {
 			return want, fmt.Sprintf("commit %d exists", seq)
 		}
 	}
-	last := int64(len(ls.Commits))
+	last := first + int64(len(ls.Commits)) - 1
 	if n := len(ls.Checkpoints); n > 0 && ls.Checkpoints[n-1] > last {
 		return last + 1, fmt.Sprintf("state checkpoint %d folds the log up to there", ls.Checkpoints[n-1])
 	}
@@ -113,20 +126,18 @@ func (ls *Listing) Head() (int64, error) {
 	if missing, evidence := ls.Gap(); missing > 0 {
 		return 0, gapError(missing, evidence)
 	}
-	return int64(len(ls.Commits)), nil
+	return max(ls.First, 1) + int64(len(ls.Commits)) - 1, nil
 }
 
 func gapError(missing int64, evidence string) error {
 	return fmt.Errorf("%w: commit %d is missing, yet %s: restore it from a copy of the lake; nothing is written to the model until then (highwater verify checks the rest)", ErrGap, missing, evidence)
 }
 
-// Head lists the log and returns its newest commit's seq, or ErrGap.
+// Head returns the newest commit's seq, or ErrGap. It lists the tail of
+// the log after a proven state checkpoint (see readHead).
 func (l *Log) Head(ctx context.Context) (int64, error) {
-	ls, err := l.List(ctx)
-	if err != nil {
-		return 0, err
-	}
-	return ls.Head()
+	head, _, err := l.readHead(ctx)
+	return head, err
 }
 
 // ListModels finds the models in b by their logs: a model is a prefix

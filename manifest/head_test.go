@@ -52,10 +52,35 @@ func TestGapStopsEveryReader(t *testing.T) {
 		{"commits lost after a checkpoint", func(b objstore.Bucket) {
 			put(t, b, "m/_manifests/"+checkpointKey(50), encode(&checkpoint{State: State{Seq: 50}}))
 		}, 6},
+		// A log past its first state checkpoint is read from the one the
+		// hint names: what lies above it must still show.
+		{"a commit lost above the hinted checkpoint", func(b objstore.Bucket) {
+			b.Delete(ctx, "m/_manifests/"+commitKey(55))
+		}, -55},
+		{"the hinted checkpoint's commit lost", func(b objstore.Bucket) {
+			b.Delete(ctx, "m/_manifests/"+commitKey(50))
+		}, -50},
+		{"a stray commit far above the hinted checkpoint", func(b objstore.Bucket) {
+			put(t, b, "m/_manifests/00000000000000000999.json", encode(&Commit{Seq: 999, Kind: KindExport}))
+		}, -61},
+		{"commits lost after a checkpoint above the hinted one", func(b objstore.Bucket) {
+			put(t, b, "m/_manifests/"+checkpointKey(100), encode(&checkpoint{State: State{Seq: 100}}))
+		}, -61},
+		{"the newest commits lost, the hint naming their checkpoint", func(b objstore.Bucket) {
+			for seq := int64(50); seq <= 60; seq++ {
+				b.Delete(ctx, "m/_manifests/"+commitKey(seq))
+			}
+		}, -50},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := mem.New()
-			commitN(t, b, 5)
+			// A negative missing seq names a case on a log of 60 commits.
+			if tc.missing < 0 {
+				tc.missing = -tc.missing
+				commitN(t, b, 60)
+			} else {
+				commitN(t, b, 5)
+			}
 			tc.damage(b)
 			l := NewLog(b, "m")
 			want := fmt.Sprintf("commit %d is missing", tc.missing)
@@ -219,4 +244,79 @@ func compact(raw json.RawMessage) string {
 	var b bytes.Buffer
 	json.Compact(&b, raw)
 	return b.String()
+}
+
+// countingLists counts the keys that listings return.
+type countingLists struct {
+	objstore.Bucket
+	listed atomic.Int64
+}
+
+func (c *countingLists) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	return c.ListAfter(ctx, prefix, "", fn)
+}
+
+func (c *countingLists) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
+	return c.Bucket.ListAfter(ctx, prefix, after, func(a objstore.Attrs) error {
+		c.listed.Add(1)
+		return fn(a)
+	})
+}
+
+// TestStateReadListsTheTailOnly: the readers of the state list the log
+// after the newest state checkpoint, so the keys they list do not grow
+// with the log's length; Fold, which trusts no checkpoint, lists it all.
+func TestStateReadListsTheTailOnly(t *testing.T) {
+	ctx := context.Background()
+	var tails []int64
+	for _, n := range []int{110, 1010} {
+		b := &countingLists{Bucket: mem.New()}
+		want := commitN(t, b, n)
+		l := NewLog(b, "m")
+		b.listed.Store(0)
+		st, err := l.ReadState(ctx)
+		if err != nil || stateDigest(st) != stateDigest(want) {
+			t.Fatalf("%d commits: read state: %v", n, err)
+		}
+		head, err := l.Head(ctx)
+		if err != nil || head != int64(n) {
+			t.Fatalf("%d commits: head %d, %v", n, head, err)
+		}
+		if head, err := l.HeadSince(ctx, st.Seq); err != nil || head != int64(n) {
+			t.Fatalf("%d commits: head since %d: %d, %v", n, st.Seq, head, err)
+		}
+		tails = append(tails, b.listed.Load())
+		b.listed.Store(0)
+		if _, err := l.Fold(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.listed.Load(); got < int64(n) {
+			t.Fatalf("%d commits: Fold listed %d keys", n, got)
+		}
+	}
+	if tails[0] != tails[1] {
+		t.Fatalf("reading the state and head listed %d keys at 110 commits, %d at 1010", tails[0], tails[1])
+	}
+}
+
+// TestCommitLostBelowTheCheckpoint: a commit lost below a proven state
+// checkpoint leaves the state whole, since the checkpoint folds it, and no
+// writer writes below the head: readers of the state go on, and Fold and
+// Verify, which fold from commit 1, report the gap.
+func TestCommitLostBelowTheCheckpoint(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	want := commitN(t, b, 60)
+	b.Delete(ctx, "m/_manifests/"+commitKey(7))
+	l := NewLog(b, "m")
+	if st, err := l.ReadState(ctx); err != nil || stateDigest(st) != stateDigest(want) {
+		t.Fatalf("read state: %v", err)
+	}
+	if _, err := l.Fold(ctx, nil); !errors.Is(err, ErrGap) || !strings.Contains(err.Error(), "commit 7 is missing") {
+		t.Fatalf("fold: %v, want the gap at 7", err)
+	}
+	problems, _, err := l.Verify(ctx)
+	if err != nil || len(problems) == 0 || !strings.Contains(problems[0], "commit 7 is missing") {
+		t.Fatalf("verify: %q, %v", problems, err)
+	}
 }

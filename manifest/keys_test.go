@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/highwater-dev/highwater/internal/objstore/mem"
 )
@@ -85,5 +86,45 @@ func TestListModels(t *testing.T) {
 	models, err := ListModels(ctx, b)
 	if err != nil || !slices.Equal(models, []string{"cp", "m", "team/orders"}) {
 		t.Fatalf("ListModels: %q, %v; want cp, m, team/orders", models, err)
+	}
+}
+
+// ListRunsSince names the runs whose id was made at or after a time, and
+// RunIDTime reads that time back from any id NewRunID makes.
+func TestListRunsSince(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New()
+	l := NewLog(b, "m")
+	base := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var ids []string
+	for i := range 5 {
+		id := NewRunID(base.Add(time.Duration(i) * time.Minute))
+		if at, ok := RunIDTime(id); !ok || !at.Equal(base.Add(time.Duration(i)*time.Minute)) {
+			t.Fatalf("RunIDTime(%s) = %v, %v", id, at, ok)
+		}
+		if err := l.WritePlan(ctx, &Plan{RunID: id, Kind: KindExport}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for _, tc := range []struct {
+		since time.Time
+		want  []string
+	}{
+		{time.Time{}, ids},
+		{base, ids},
+		{base.Add(2 * time.Minute), ids[2:]},
+		{base.Add(2*time.Minute + time.Microsecond), ids[3:]},
+		{base.Add(time.Hour), nil},
+	} {
+		got, err := l.ListRunsSince(ctx, tc.since)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("since %v: %q, %v; want %q", tc.since, got, err, tc.want)
+		}
+	}
+	for _, id := range []string{"r1", "20261201T100000.000000Z", "2026-12-01-x"} {
+		if _, ok := RunIDTime(id); ok {
+			t.Errorf("RunIDTime(%q) read a time", id)
+		}
 	}
 }

@@ -62,9 +62,23 @@ func NewID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// runIDTime is the layout of the time that starts a run id.
+const runIDTime = "20060102T150405.000000Z"
+
 // NewRunID returns an id that sorts by creation time.
 func NewRunID(now time.Time) string {
-	return now.UTC().Format("20060102T150405.000000Z") + "-" + NewID()[:8]
+	return now.UTC().Format(runIDTime) + "-" + NewID()[:8]
+}
+
+// RunIDTime reads the creation time that NewRunID put in id, by the clock
+// of the machine that made it.
+func RunIDTime(id string) (time.Time, bool) {
+	stamp, _, ok := strings.Cut(id, "-")
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(runIDTime, stamp)
+	return t, err == nil
 }
 
 func (l *Log) readJSON(ctx context.Context, key string, v any) error {
@@ -101,19 +115,15 @@ func (l *Log) ReadCommit(ctx context.Context, seq int64) (*Commit, error) {
 	return &c, nil
 }
 
-// ReadState lists the log to find its head and folds it: from the newest
-// state checkpoint that proves itself (see trustedCheckpoint), then every
-// commit after it. ErrGap when a commit below the head is missing.
+// ReadState finds the head of the log (see readHead) and folds it: from
+// the newest state checkpoint that proves itself (see trustedCheckpoint),
+// then every commit after it. ErrGap when a commit below the head and
+// above that checkpoint is missing.
 func (l *Log) ReadState(ctx context.Context) (*State, error) {
-	ls, err := l.List(ctx)
+	head, st, err := l.readHead(ctx)
 	if err != nil {
 		return nil, err
 	}
-	head, err := ls.Head()
-	if err != nil {
-		return nil, err
-	}
-	st := l.trustedCheckpoint(ctx, ls)
 	if err := l.foldTo(ctx, st, head, nil); err != nil {
 		return nil, err
 	}
@@ -125,7 +135,11 @@ func (l *Log) ReadState(ctx context.Context) (*State, error) {
 // Vacuum, which deletes what the state does not name, and verify read the
 // state this way. ErrGap when a commit below the head is missing.
 func (l *Log) Fold(ctx context.Context, fn func(*Commit) error) (*State, error) {
-	head, err := l.Head(ctx)
+	ls, err := l.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	head, err := ls.Head()
 	if err != nil {
 		return nil, err
 	}
@@ -164,25 +178,26 @@ func (l *Log) foldTo(ctx context.Context, st *State, head int64, fn func(*Commit
 	return nil
 }
 
-// lastCheckpoint is the hint that readers before listing followed to the
-// newest checkpoint. It is still written for them; this reader lists.
+// lastCheckpoint is the hint to the newest state checkpoint. Readers list
+// the log after the checkpoint it names, once that checkpoint proves
+// itself (see readHead); a hint that lags only lengthens the listing.
 type lastCheckpoint struct {
 	Seq int64 `json:"seq"`
 }
 
-// trustedCheckpoint returns the newest state checkpoint in ls if it proves
-// itself, and an empty state otherwise, so that the caller folds the log
-// from commit 1. A checkpoint that cannot be read, or that any check
-// doubts, costs a longer fold and never blocks the model; a wrong one
-// trusted would hide committed files from readers and from vacuum's count
-// of what is live.
-func (l *Log) trustedCheckpoint(ctx context.Context, ls *Listing) *State {
-	if n := len(ls.Checkpoints); n > 0 {
+// trustedCheckpoint returns the newest state checkpoint in ls newer than
+// base if it proves itself, and base otherwise (the empty state, or a
+// checkpoint already proven), so that the caller folds the log from there.
+// A checkpoint that cannot be read, or that any check doubts, costs a
+// longer fold and never blocks the model; a wrong one trusted would hide
+// committed files from readers and from vacuum's count of what is live.
+func (l *Log) trustedCheckpoint(ctx context.Context, ls *Listing, base *State) *State {
+	if n := len(ls.Checkpoints); n > 0 && ls.Checkpoints[n-1] > base.Seq {
 		if st, err := l.provenCheckpoint(ctx, ls.Checkpoints[n-1]); err == nil {
 			return st
 		}
 	}
-	return &State{Version: currentVersion()}
+	return base
 }
 
 // provenCheckpoint reads the state checkpoint at seq and checks it against

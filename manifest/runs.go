@@ -105,9 +105,23 @@ func (l *Log) ReadPlan(ctx context.Context, runID string) (*Plan, error) {
 
 // ListRuns returns the ids of every run with a plan, oldest first.
 func (l *Log) ListRuns(ctx context.Context) ([]string, error) {
+	return l.ListRunsSince(ctx, time.Time{})
+}
+
+// ListRunsSince returns the ids of the runs with a plan whose id was made
+// at or after since (see RunIDTime), oldest first. The store skips the
+// older ones (see objstore's ListAfter), so the cost is that of the runs
+// listed, not of all those that vacuum has not pruned yet.
+func (l *Log) ListRunsSince(ctx context.Context, since time.Time) ([]string, error) {
 	var runs []string
 	root := l.Key() + "/"
-	err := l.bucket.List(ctx, l.Key("_runs")+"/", func(a objstore.Attrs) error {
+	dir := l.Key("_runs") + "/"
+	var after string
+	if !since.IsZero() {
+		// Every id made at since or later sorts after its bare time stamp.
+		after = dir + since.UTC().Format(runIDTime)
+	}
+	err := l.bucket.ListAfter(ctx, dir, after, func(a objstore.Attrs) error {
 		if id, ok := parsePlanKey(strings.TrimPrefix(a.Key, root)); ok {
 			runs = append(runs, id)
 		}

@@ -39,7 +39,7 @@ func (l *Log) WriteSymlinkManifestFrom(ctx context.Context, st *State, objectURL
 		if err := l.bucket.Put(ctx, l.Key(SymlinkManifestKey), strings.NewReader(b.String()), objstore.PutOptions{ContentType: "text/plain"}); err != nil {
 			return fmt.Errorf("write symlink manifest: %w", err)
 		}
-		head, err := l.Head(ctx)
+		head, err := l.HeadSince(ctx, st.Seq)
 		if err != nil {
 			return fmt.Errorf("check the head after writing the symlink manifest: %w", err)
 		}

@@ -5,9 +5,13 @@
 #   bench/export   export vs COPY (FORMAT binary), peak RSS, no-change run,
 #                  --page-rows and --row-group-size sweeps, and a table of
 #                  wide rows (1-50 MiB values: peak RSS, file size against
-#                  the raw bytes; -wide-rows 0 skips it) (docs/bench.md)
+#                  the raw bytes; -wide-rows 0 skips it), and a tenant
+#                  fan-out of 10M rows over 1,000 tenants with --parallel 8
+#                  (-tenant-rows 0 skips it) (docs/bench.md)
 #   bench/upload   object-store upload (needs the S3 server: started here)
-#   bench/dedupe   dedupe
+#   bench/dedupe   dedupe against DuckDB on a lake made by highwater export
+#                  from PostgreSQL (5M rows + 1M updates, then 10% more),
+#                  median of 3 (docs/dedupe.md)
 #
 # Programs that do not exist yet are skipped. Arguments are passed to
 # bench/export, e.g. scripts/bench.sh -sizes 1000000 -sweep-rows 0.
@@ -48,7 +52,7 @@ fi
 
 if has_program dedupe; then
 	echo "== bench/dedupe ==" >&2
-	go run ./bench/dedupe || status=1
+	go run ./bench/dedupe -bin bin/highwater || status=1
 else
 	echo "== bench/dedupe: not there yet, skipped ==" >&2
 fi

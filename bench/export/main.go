@@ -22,6 +22,10 @@
 // the CPU profile to FILE (HIGHWATER_BENCH_MEMPROFILE=FILE adds an
 // allocation profile); those runs are not timed against the reference.
 //
+// Then it measures a tenant fan-out (see measureTenants): -tenant-rows rows
+// over -tenants tenants exported with --parallel -tenant-parallel from one
+// config, against one export of the whole table.
+//
 // Usage: go run ./bench/export [-bin bin/highwater] [-sizes 1000000,5000000]
 // [-repeat 3] [-sweep-rows 1000000]. With HIGHWATER_TEST_DATABASE_URL set,
 // that server is used instead of a throwaway cluster, and -reuse keeps the
@@ -75,6 +79,7 @@ type config struct {
 	reuse       bool
 	wideRows    int
 	workDir     string
+	tenants     tenantsConfig
 }
 
 func main() {
@@ -92,6 +97,10 @@ func main() {
 	flag.IntVar(&cfg.profileRows, "profile-rows", 0, "table size of the profiled export (default: the first size)")
 	flag.BoolVar(&cfg.profileOnly, "profile-only", false, "only load the profile table and profile the export")
 	flag.IntVar(&cfg.wideRows, "wide-rows", 20, "rows of 1-50 MiB values in the wide-row export (0: none)")
+	flag.IntVar(&cfg.tenants.rows, "tenant-rows", 10_000_000, "rows of the tenant fan-out bench (0: none)")
+	flag.IntVar(&cfg.tenants.tenants, "tenants", 1000, "tenants of the tenant fan-out bench")
+	flag.IntVar(&cfg.tenants.parallel, "tenant-parallel", 8, "--parallel of the tenant fan-out bench")
+	flag.BoolVar(&cfg.tenants.only, "tenants-only", false, "only run the tenant fan-out bench")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "with "+pgtest.EnvURL+", keep a table loaded by an earlier run (database bench_<rows>)")
 	flag.Parse()
 	var err error
@@ -144,6 +153,9 @@ func run(ctx context.Context, cfg config) error {
 	}
 	fmt.Printf("cluster ready in %.1fs\n", time.Since(t0).Seconds())
 
+	if cfg.tenants.only {
+		return measureTenants(ctx, cfg, srv)
+	}
 	if cfg.profileOnly {
 		db, err := loadTable(ctx, srv, cfg.profileRows, cfg.reuse)
 		if err != nil {
@@ -189,6 +201,11 @@ func run(ctx context.Context, cfg config) error {
 	report(results, sweep, cfg)
 	if cfg.wideRows > 0 {
 		if err := measureWide(ctx, cfg, srv, cfg.wideRows); err != nil {
+			return err
+		}
+	}
+	if cfg.tenants.rows > 0 {
+		if err := measureTenants(ctx, cfg, srv); err != nil {
 			return err
 		}
 	}
@@ -431,6 +448,27 @@ var committedRE = regexp.MustCompile(`, (\d+) rows in (\d+) files`)
 func runExport(ctx context.Context, bin, dbURL, dest string, wantRows int, extra ...string) (exportRun, error) {
 	args := append([]string{"export", "--source", dbURL, "--table", "public.t", "--primary-key", "id",
 		"--modified-at", "updated_at", "--dest", "file://" + dest, "--model", "t"}, extra...)
+	r, stdout, err := runBinary(ctx, bin, args...)
+	if err != nil {
+		return r, err
+	}
+	m := committedRE.FindStringSubmatch(stdout)
+	if m == nil {
+		return r, fmt.Errorf("highwater printed no commit line:\n%s", stdout)
+	}
+	r.rows, _ = strconv.ParseInt(m[1], 10, 64)
+	if wantRows > 0 && r.rows != int64(wantRows) {
+		return r, fmt.Errorf("highwater exported %d rows, want %d", r.rows, wantRows)
+	}
+	if wantRows == 0 && r.rows != 0 {
+		return r, fmt.Errorf("the run after a full export read %d rows, want 0 (the lookback reaches no row)", r.rows)
+	}
+	return r, nil
+}
+
+// runBinary runs the highwater binary with args, sampling its VmHWM, and
+// returns its resource use and what it printed on stdout.
+func runBinary(ctx context.Context, bin string, args ...string) (exportRun, string, error) {
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -458,22 +496,11 @@ func runExport(ctx context.Context, bin, dbURL, dest string, wantRows int, extra
 	}
 	wall := time.Since(t0)
 	if err != nil {
-		return exportRun{}, fmt.Errorf("highwater %s: %w\n%s%s", strings.Join(extra, " "), err, stdout.String(), tail(stderr.String(), 2000))
+		return exportRun{}, "", fmt.Errorf("highwater %s: %w\n%s%s", args[0], err, tail(stdout.String(), 2000), tail(stderr.String(), 2000))
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	r := exportRun{wall: wall, maxRSS: ru.Maxrss * 1024, hwm: hwm, user: time.Duration(ru.Utime.Nano()), sys: time.Duration(ru.Stime.Nano())}
-	m := committedRE.FindStringSubmatch(stdout.String())
-	if m == nil {
-		return r, fmt.Errorf("highwater printed no commit line:\n%s", stdout.String())
-	}
-	r.rows, _ = strconv.ParseInt(m[1], 10, 64)
-	if wantRows > 0 && r.rows != int64(wantRows) {
-		return r, fmt.Errorf("highwater exported %d rows, want %d", r.rows, wantRows)
-	}
-	if wantRows == 0 && r.rows != 0 {
-		return r, fmt.Errorf("the run after a full export read %d rows, want 0 (the lookback reaches no row)", r.rows)
-	}
-	return r, nil
+	return r, stdout.String(), nil
 }
 
 type sweepResult struct {

@@ -50,8 +50,10 @@ func measureWide(ctx context.Context, cfg config, srv *pgtest.Server, rows int) 
 		mib := wideSizesMiB[i%len(wideSizesMiB)]
 		// md5s of random numbers: text that compresses about 2:1, as
 		// documents and logs do, not a run that compresses to nothing.
-		q := `INSERT INTO t SELECT $1, timestamptz '2024-01-01 00:00:00+00' + $1 * interval '1 s',
-  (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, $2))`
+		// $1 is typed once: used bare and in interval arithmetic, the
+		// server deduces two types for it and refuses the statement.
+		q := `INSERT INTO t SELECT $1::bigint, timestamptz '2024-01-01 00:00:00+00' + $1::bigint * interval '1 s',
+  (SELECT string_agg(md5(random()::text), '') FROM generate_series(1, $2::int))`
 		if _, err := conn.Exec(ctx, q, i+1, mib<<20/32); err != nil {
 			return fmt.Errorf("load wide row %d: %w", i+1, err)
 		}

@@ -34,7 +34,7 @@ only the buckets that new rows touch.`,
 		keepTomb   = fs.Bool("keep-tombstones", false, "keep every winning tombstone, not only those within the lookback")
 		lookback   = fs.Duration("lookback", 0, "keep tombstones this far below the watermark (default: the last export's lookback, else 30s)")
 		tempDir    = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
-		compress   = fs.String("compression", "zstd", "Parquet page `codec` of the output: zstd, snappy, gzip or none")
+		compress   = fs.String("compression", "", "Parquet page `codec` of the output: zstd, snappy, gzip or none (default: the lake's, as its newest committed file has it)")
 		metricsOut = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 	)
 	var ff fleetFlags

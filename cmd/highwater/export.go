@@ -35,7 +35,12 @@ With --config, each model, and each tenant of a model with tenants or a tenants_
 instance with its own state under the destination's {tenant}. --parallel N runs up to N instances at
 once; --shard I/N takes only the instances of one shard, so that N processes split a fleet with no
 coordinator (docs/tenants.md). Each instance commits on its own; a failure of one stops none of the
-others, and a summary on stdout names every instance that failed, with its reason.`,
+others, and a summary on stdout names every instance that failed, with its reason.
+
+--dry-run discovers the schema, checks the identity, plans the interval as the run would (or finds
+the unfinished run it would resume) and asks the planner how many rows the interval holds, then
+prints the plan (--json: one object per model instance, docs/cli.md). It writes nothing anywhere:
+no plan, no probe, no directory, not even at a destination that does not exist yet.`,
 		Example: `  # one table, into a local lake
   highwater export --source postgres://exporter@db/app --table public.orders \
       --primary-key id --modified-at updated_at --dest file:///data/lake
@@ -46,7 +51,10 @@ others, and a summary on stdout names every instance that failed, with its reaso
 
   # the tenants of a model, four at a time, in the second of three processes
   highwater export --config highwater.yaml --model orders --tenant acme --tenant globex
-  highwater export --config highwater.yaml --parallel 4 --shard 1/3`,
+  highwater export --config highwater.yaml --parallel 4 --shard 1/3
+
+  # what the next run would read, with nothing written
+  highwater export --config highwater.yaml --model orders --dry-run`,
 	}
 	fs := cmd.Flags()
 	var (
@@ -70,6 +78,7 @@ others, and a summary on stdout names every instance that failed, with its reaso
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
+		dryRun      = fs.Bool("dry-run", false, "discover the schema, plan the interval and estimate its rows, print the plan, and write nothing anywhere")
 	)
 	fs.StringArrayVar(&ff.tenants, "tenant", nil, "tenant `value`; with --config, the tenants to run (repeat for several)")
 	ff.register(fs)
@@ -194,11 +203,14 @@ others, and a summary on stdout names every instance that failed, with its reaso
 			}
 		}
 
+		if *dryRun && *metricsFile != "" {
+			return usageErr("--dry-run writes nothing, so it takes no --metrics-file")
+		}
 		if err := checkMetricsFile(*metricsFile); err != nil {
 			return err
 		}
 		setMemoryLimit(env, runs, ff.parallel)
-		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, *metricsFile, runs)
+		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, *metricsFile, *dryRun, runs)
 	}
 	return cmd
 }

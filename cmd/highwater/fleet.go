@@ -243,7 +243,7 @@ func (p *sourcePool) close(ctx context.Context) {
 // runs to its end and a summary follows. With --json each instance prints
 // its object (exportJSON) as it ends, and the summary is one more.
 func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fleet.Shard, summary bool,
-	sourceURL, destURL, metricsFile string, jobs []job) error {
+	sourceURL, destURL, metricsFile string, dryRunOnly bool, jobs []job) error {
 	src, err := pgsource.Connect(ctx, sourceURL)
 	if err != nil {
 		return err
@@ -257,12 +257,14 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		return err
 	}
 	mine, insts, other := shardOf(jobs, shard)
+	advice := new(export.Advice) // a missing index is said once per model, not per tenant
 	var outMu sync.Mutex
 	figs := make([]runFigures, len(mine))
 	ran := make([]bool, len(mine))
 	do := func(ctx context.Context, slot, i int) (string, error) {
 		j := mine[i]
 		o := j.opts
+		o.Advice = advice
 		if j.inst.Tenant != nil {
 			o.Logger = o.Logger.With("tenant", *j.inst.Tenant)
 		}
@@ -273,6 +275,18 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		d, err := destination.OpenTenant(ctx, destURL, o.Source.Tenant)
 		if err != nil {
 			return "", err
+		}
+		if dryRunOnly {
+			defer d.Close()
+			line, err := dryRun(ctx, env, src, d, o, j.inst.String(), j.inst.Tenant, ff.json, func(print func(io.Writer) error) error {
+				outMu.Lock()
+				defer outMu.Unlock()
+				return print(env.stdout)
+			})
+			if err != nil {
+				pool.drop(ctx, slot)
+			}
+			return line, err
 		}
 		start := time.Now()
 		// One progress line on the terminal: instances run one at a time.
@@ -334,7 +348,32 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		}
 		return merr
 	}
-	return errors.Join(reportSummary(env.stdout, s, ff.json), merr)
+	err = reportSummary(env.stdout, s, ff.json)
+	if err != nil {
+		// Each instance commits on its own: the line scripts read says
+		// which did, so that a rerun is not mistaken for a replay.
+		err = fmt.Errorf("%w; %s", err, committedNote(s))
+	}
+	return errors.Join(err, merr)
+}
+
+// committedNote names the instances of s that committed, the first
+// maxNamed of them.
+func committedNote(s *fleet.Summary) string {
+	const maxNamed = 10
+	var names []string
+	for _, o := range s.Outcomes {
+		if o.Status == fleet.Done {
+			names = append(names, o.Instance.String())
+		}
+	}
+	switch n := len(names); {
+	case n == 0:
+		return "none committed"
+	case n > maxNamed:
+		return fmt.Sprintf("%d committed: %s and %d more", n, strings.Join(names[:maxNamed], ", "), n-maxNamed)
+	}
+	return "committed: " + strings.Join(names, ", ")
 }
 
 // summaryErr is the error of a summary with a failed instance, nil

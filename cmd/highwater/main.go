@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -476,30 +477,22 @@ func (l *lakeFlags) check(needModel bool) error {
 }
 
 // checkDest finds, before anything is opened or created, the destination
-// errors that need no store: no scheme, a scheme that is not a real
-// destination, no bucket, a {tenant} placeholder without a tenant.
+// errors that need no store (destination.Check: no scheme, a scheme that
+// is not a real destination, no bucket, dot segments, a file URL with a
+// host), and a {tenant} placeholder without a tenant.
 // destination.Open also knows mem://, a fresh in-memory lake for tests,
 // which a command line must refuse: a run into it would vanish.
 func checkDest(raw string, tenant *string) error {
 	if strings.Contains(raw, "{tenant}") && tenant == nil {
 		return usageErr("destination %q has a {tenant} placeholder but no tenant is set: add --tenant", redact.URL(raw))
 	}
-	u, err := destination.ParseTenant(raw, tenant)
-	if err != nil {
+	if err := destination.Check(raw, tenant); err != nil {
 		return usageErr("%v", err)
 	}
-	switch strings.ToLower(u.Scheme) {
-	case "":
-		return usageErr("destination %q has no scheme: use file:///path, s3://bucket/prefix, gs://bucket/prefix or azblob://container/prefix", redact.URL(raw))
-	case "file":
-		return nil
-	case "s3", "gs", "azblob", "az":
-		if u.Host == "" {
-			return usageErr("destination %q names no bucket", redact.URL(raw))
-		}
-		return nil
+	if u, _ := url.Parse(raw); strings.EqualFold(u.Scheme, "mem") {
+		return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 	}
-	return usageErr("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
+	return nil
 }
 
 func usageErr(format string, args ...any) error {

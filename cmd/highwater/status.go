@@ -175,7 +175,9 @@ func cmdFiles(env *environment) *cobra.Command {
 		Use:   "files",
 		Short: "Print the URLs of the committed set, one a line",
 		Long: `Files prints the URL of every file in a model's committed set, one a line. Readers must read only
-these files: the files of attempts that died are never committed.`,
+these files: the files of attempts that died are never committed. Each URL is escaped as URLs are
+(RFC 3986: a space is %20, a '%' in a tenant's path segment %25), so that parsing it gives the object's
+path or key exactly; the symlink manifest and ddl give engines the unescaped paths they take.`,
 		Example: `  highwater files --dest file:///data/lake --model orders`,
 	}
 	fs := cmd.Flags()
@@ -197,7 +199,7 @@ these files: the files of attempts that died are never committed.`,
 			return fmt.Errorf("model %q has no commits at %s", lake.model, d)
 		}
 		for _, f := range st.Files {
-			fmt.Fprintln(env.stdout, d.ObjectURL(log.Key(f.Key)))
+			fmt.Fprintln(env.stdout, d.URL(log.Key(f.Key)))
 		}
 		return nil
 	}

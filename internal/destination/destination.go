@@ -31,11 +31,26 @@ type Destination struct {
 	// base is the URL of the root, without query or credentials, used to
 	// print object URLs.
 	base string
+	// root is base as a URL: its scheme, bucket and unescaped path.
+	root url.URL
 }
 
-// ObjectURL is the URL by which engines read the object at key.
+// ObjectURL is the URL by which engines read the object at key: the root
+// and the key joined unescaped, as the Hadoop file systems (Spark, the
+// Athena symlink manifest) and DuckDB take a path, so that a key holding
+// a literal %20 stays %20.
 func (d *Destination) ObjectURL(key string) string {
 	return d.base + "/" + key
+}
+
+// URL is the object at key as an RFC 3986 URL, every byte of the key that
+// a URL path cannot hold escaped: parsed again (url.Parse, or Open of its
+// directory), it names exactly that object, whatever a tenant or model
+// name holds (a space, '%', '#', '?').
+func (d *Destination) URL(key string) string {
+	u := d.root
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/" + key
+	return u.String()
 }
 
 // String is the root URL, safe to print.
@@ -55,6 +70,47 @@ func Open(ctx context.Context, raw, tenant string) (*Destination, error) {
 // OpenTenant is Open for a tenant that may be any value, or nil for none.
 // The prefix may not contain "." or ".." segments.
 func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, error) {
+	u, err := check(raw, tenant)
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "file":
+		b, err := file.New(u.Path)
+		if err != nil {
+			return nil, fmt.Errorf("open destination: %w", err)
+		}
+		root := path.Clean(u.Path)
+		return &Destination{Bucket: b, base: "file://" + root, root: url.URL{Scheme: "file", Path: root}}, nil
+	case "mem":
+		// For tests: a fresh, empty in-memory lake.
+		return &Destination{Bucket: mem.New(), base: "mem://" + u.Host + u.Path, root: url.URL{Scheme: "mem", Host: u.Host, Path: u.Path}}, nil
+	}
+	b, err := cloudOpeners[u.Scheme](ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("open destination %s: %w", redact.URL(raw), err)
+	}
+	prefix := strings.Trim(u.Path, "/")
+	base := u.Scheme + "://" + u.Host
+	if prefix != "" {
+		base += "/" + prefix
+	}
+	root := url.URL{Scheme: u.Scheme, Host: u.Host, Path: "/" + prefix}
+	return &Destination{Bucket: objstore.WithPrefix(b, prefix), base: base, root: root}, nil
+}
+
+// Check finds every error of a destination URL that needs no store: what
+// OpenTenant refuses before it opens anything. A command checks its
+// destinations with it before it connects to anything.
+func Check(raw string, tenant *string) error {
+	_, err := check(raw, tenant)
+	return err
+}
+
+// check parses raw for OpenTenant. Its errors print raw as written (but
+// for secrets), never the URL with the tenant put in: the template is what
+// the user typed and can fix.
+func check(raw string, tenant *string) (*url.URL, error) {
 	u, err := ParseTenant(raw, tenant)
 	if err != nil {
 		return nil, err
@@ -66,38 +122,20 @@ func OpenTenant(ctx context.Context, raw string, tenant *string) (*Destination, 
 		if u.Host != "" && u.Host != "localhost" {
 			return nil, fmt.Errorf("destination %q: a file URL takes an absolute path, as file:///path", redact.URL(raw))
 		}
-		if err := checkSegments(u.Path); err != nil {
-			return nil, err
-		}
-		b, err := file.New(u.Path)
-		if err != nil {
-			return nil, fmt.Errorf("open destination: %w", err)
-		}
-		return &Destination{Bucket: b, base: "file://" + path.Clean(u.Path)}, nil
+		return u, checkSegments(raw, u.Path)
 	case "mem":
-		// For tests: a fresh, empty in-memory lake.
-		return &Destination{Bucket: mem.New(), base: "mem://" + u.Host + u.Path}, nil
+		return u, nil
 	}
-	opener, ok := cloudOpeners[u.Scheme]
-	if !ok {
+	if _, ok := cloudOpeners[u.Scheme]; !ok {
 		return nil, fmt.Errorf("destination %q: unknown scheme %q: use file, s3, gs, azblob or az", redact.URL(raw), u.Scheme)
 	}
-	prefix := strings.Trim(u.Path, "/")
-	if err := checkSegments(prefix); err != nil {
+	if err := checkSegments(raw, strings.Trim(u.Path, "/")); err != nil {
 		return nil, err
 	}
 	if u.Host == "" {
 		return nil, fmt.Errorf("destination %q names no bucket", redact.URL(raw))
 	}
-	b, err := opener(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("open destination %s: %w", redact.URL(raw), err)
-	}
-	base := u.Scheme + "://" + u.Host
-	if prefix != "" {
-		base += "/" + prefix
-	}
-	return &Destination{Bucket: objstore.WithPrefix(b, prefix), base: base}, nil
+	return u, nil
 }
 
 // cloudOpeners maps the object-store schemes to their backends. It is
@@ -196,10 +234,11 @@ func TenantSegment(tenant string) (string, error) {
 	return url.PathEscape(tenant), nil
 }
 
-func checkSegments(p string) error {
+// checkSegments refuses "." and ".." segments in p, the path of raw.
+func checkSegments(raw, p string) error {
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "." || seg == ".." {
-			return fmt.Errorf("destination path %q may not contain %q segments", p, seg)
+			return fmt.Errorf("destination %q: its path may not contain %q segments", redact.URL(raw), seg)
 		}
 	}
 	return nil

@@ -66,6 +66,12 @@ type Bucket interface {
 	// List calls fn for every object whose key starts with prefix, in
 	// lexical key order. An error from fn stops the listing and is returned.
 	List(ctx context.Context, prefix string, fn func(Attrs) error) error
+	// ListAfter is List from the first key greater than after. S3
+	// (StartAfter) and GCS (StartOffset) skip the keys before it in the
+	// store, so reading the tail of a long listing costs the tail only; Azure
+	// Blob Storage has no such parameter for a flat listing and skips them
+	// on the client.
+	ListAfter(ctx context.Context, prefix, after string, fn func(Attrs) error) error
 	// Delete removes the object. Deleting an absent key is not an error.
 	Delete(ctx context.Context, key string) error
 	// Close releases the backend's resources.

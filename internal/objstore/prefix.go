@@ -49,6 +49,16 @@ func (p *prefixed) List(ctx context.Context, prefix string, fn func(Attrs) error
 	})
 }
 
+func (p *prefixed) ListAfter(ctx context.Context, prefix, after string, fn func(Attrs) error) error {
+	if after != "" {
+		after = p.prefix + after
+	}
+	return p.b.ListAfter(ctx, p.prefix+prefix, after, func(a Attrs) error {
+		a.Key = strings.TrimPrefix(a.Key, p.prefix)
+		return fn(a)
+	})
+}
+
 func (p *prefixed) Delete(ctx context.Context, key string) error {
 	return p.b.Delete(ctx, p.prefix+key)
 }

@@ -223,6 +223,15 @@ func cast(param int, typeName string) string {
 	return fmt.Sprintf("CAST($%d::text AS %s)", param, typeName)
 }
 
+// once makes the server evaluate a cursor value a single time per page
+// rather than per row: an uncorrelated sub-select is an InitPlan. The input
+// functions of most types are only stable (timestamptz's reads TimeZone),
+// so a cast of a parameter is not folded into a constant, and in the
+// select list it parsed the cursor's text again for every row: half the
+// server's work on a page of narrow rows. The index condition is evaluated
+// once per scan and keeps the plain cast.
+func once(expr string) string { return "(SELECT " + expr + ")" }
+
 type sqlBuilder struct {
 	where []string
 	args  []any
@@ -249,33 +258,37 @@ func (s *scan) pageSQL(rng watermark.Interval, after *watermark.Cursor, nullPhas
 	var b sqlBuilder
 	mod := s.t.Columns[s.t.modIdx]
 	modRef := "t." + quoteIdent(mod.Name)
-	var keyRefs, keyParams []string
+	var keyRefs, keyParams, keyOnce []string
 	for j, i := range s.t.keyIdx {
 		c := s.t.Columns[i]
 		keyRefs = append(keyRefs, "t."+quoteIdent(c.Name))
 		if after != nil {
-			keyParams = append(keyParams, cast(b.arg(after.Key[j]), c.TypeName))
+			p := cast(b.arg(after.Key[j]), c.TypeName)
+			keyParams = append(keyParams, p)
+			keyOnce = append(keyOnce, once(p))
 		}
 	}
 	// atCursor tells, by the types' own equality, which rows are at the
 	// cursor: a row whose key differs in bytes from the cursor's but equals
 	// it (numeric 1.0 and 1.00, citext 'a' and 'A') is a twin of the cursor
-	// row, not the next row.
+	// row, not the next row. It is in the select list, evaluated for every
+	// row, so it compares with the cursor's values converted once (see once).
 	atCursor := "false"
 	if nullPhase {
 		b.where = append(b.where, modRef+" IS NULL")
 		if after != nil {
 			lhs, rhs := "("+strings.Join(keyRefs, ", ")+")", "("+strings.Join(keyParams, ", ")+")"
 			b.where = append(b.where, lhs+" >= "+rhs)
-			atCursor = lhs + " = " + rhs
+			atCursor = lhs + " = (" + strings.Join(keyOnce, ", ") + ")"
 		}
 	} else {
 		switch {
 		case after != nil:
 			lhs := fmt.Sprintf("(%s, %s)", modRef, strings.Join(keyRefs, ", "))
-			rhs := fmt.Sprintf("(%s, %s)", cast(b.arg(*after.ModifiedAt), mod.TypeName), strings.Join(keyParams, ", "))
+			modParam := cast(b.arg(*after.ModifiedAt), mod.TypeName)
+			rhs := fmt.Sprintf("(%s, %s)", modParam, strings.Join(keyParams, ", "))
 			b.where = append(b.where, lhs+" >= "+rhs)
-			atCursor = lhs + " = " + rhs
+			atCursor = fmt.Sprintf("%s = (%s, %s)", lhs, once(modParam), strings.Join(keyOnce, ", "))
 		case rng.From != nil:
 			b.where = append(b.where, fmt.Sprintf("%s >= %s", modRef, cast(b.arg(*rng.From), mod.TypeName)))
 		}

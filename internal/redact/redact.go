@@ -58,23 +58,30 @@ func URL(raw string) string {
 	if !hasQuery {
 		return out
 	}
-	q, err := url.ParseQuery(query)
-	if err != nil {
+	if _, err := url.ParseQuery(query); err != nil {
 		return out // a query that does not parse could hide anything
 	}
-	for k, vs := range q {
-		for i, v := range vs {
-			switch {
-			case secretKey(k):
-				vs[i] = Mask
-			case strings.Contains(v, "://"):
-				// An endpoint URL inside a URL
-				// (s3://b?endpoint=http://k:s@host).
-				vs[i] = URL(v)
+	// The query is printed as written but for the values replaced:
+	// encoding it again would turn what the user typed into something
+	// else ({tenant} into %7Btenant%7D, an endpoint into http%3A%2F%2F...).
+	pairs := strings.Split(query, "&")
+	for i, p := range pairs {
+		rawKey, rawVal, _ := strings.Cut(p, "=")
+		// Both unescape: ParseQuery accepted them.
+		k, _ := url.QueryUnescape(rawKey)
+		v, _ := url.QueryUnescape(rawVal)
+		switch {
+		case secretKey(k):
+			pairs[i] = rawKey + "=" + Mask
+		case strings.Contains(v, "://"):
+			// An endpoint URL inside a URL
+			// (s3://b?endpoint=http://k:s@host).
+			if r := URL(v); r != v {
+				pairs[i] = rawKey + "=" + url.QueryEscape(r)
 			}
 		}
 	}
-	return out + "?" + q.Encode()
+	return out + "?" + strings.Join(pairs, "&")
 }
 
 // Ambiguous says whether a URL's user info cannot be told from the rest:

@@ -42,7 +42,12 @@ func TestURLQuery(t *testing.T) {
 		{"postgres://h/db?password=hunter2&sslmode=require", "postgres://h/db?password=xxxxx&sslmode=require"},
 		{"postgres://h/db?sslpassword=a", "postgres://h/db?sslpassword=xxxxx"},
 		{"s3://bucket/lake?endpoint=http://key:sec@127.0.0.1:7070", "s3://bucket/lake?endpoint=http%3A%2F%2Fkey%3Axxxxx%40127.0.0.1%3A7070"},
-		{"azblob://c/p?sig=abc&se=2030-01-01", "azblob://c/p?se=2030-01-01&sig=xxxxx"},
+		{"azblob://c/p?sig=abc&se=2030-01-01", "azblob://c/p?sig=xxxxx&se=2030-01-01"},
+		// What is not a secret stays as written, in its order.
+		{"s3://b/lake/{tenant}?prefix={tenant}&endpoint=http://127.0.0.1:7070/x&region=eu-west-1&a=%7B",
+			"s3://b/lake/{tenant}?prefix={tenant}&endpoint=http://127.0.0.1:7070/x&region=eu-west-1&a=%7B"},
+		{"s3://b/l?x&token", "s3://b/l?x&token=xxxxx"},
+		{"s3://b/l?a=1;b=2", "s3://b/l"},
 		{"file:///lake/a", "file:///lake/a"},
 		{"s3://bucket/%zz?secret=1", "s3://bucket/%zz?secret=xxxxx"},
 		{"postgres://u:p@h:notaport/db?password=a&x=%zz", "postgres://u:xxxxx@h:notaport/db"},

@@ -3,12 +3,19 @@
 // nothing else (the test binary itself carries DuckDB).
 //
 //	memhelper DEST_URL MODEL MEMORY_LIMIT_BYTES [TARGET_FILE_BYTES]
+//
+// A limit of +N is N bytes over the least limit this process can keep
+// (dedupe.LeastMemoryLimit), measured here: the tightest budget whatever
+// the binary's resident pages.
+//
+// MEMHELPER_DEBUG=1 logs the dedupe's memory budget and steps to stderr.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"strconv"
@@ -30,9 +37,13 @@ func run() error {
 	if len(os.Args) < 4 {
 		return fmt.Errorf("usage: memhelper DEST_URL MODEL MEMORY_LIMIT_BYTES [TARGET_FILE_BYTES]")
 	}
-	limit, err := strconv.ParseInt(os.Args[3], 10, 64)
+	over, tightest := strings.CutPrefix(os.Args[3], "+")
+	limit, err := strconv.ParseInt(over, 10, 64)
 	if err != nil {
 		return err
+	}
+	if tightest {
+		limit += dedupe.LeastMemoryLimit()
 	}
 	var target int64
 	if len(os.Args) > 4 {
@@ -68,7 +79,12 @@ func run() error {
 		return err
 	}
 	defer d.Close()
-	res, err := dedupe.Run(ctx, d, d.ObjectURL, dedupe.Options{Model: os.Args[2], MemoryLimit: limit, TargetFileBytes: target})
+	opts := dedupe.Options{Model: os.Args[2], MemoryLimit: limit, TargetFileBytes: target}
+	if os.Getenv("MEMHELPER_DEBUG") != "" {
+		// The memory budget and the run's steps, to see where a peak came from.
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	res, err := dedupe.Run(ctx, d, d.ObjectURL, opts)
 	if err != nil {
 		return err
 	}
@@ -84,12 +100,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(os.Stdout).Encode(Output{Result: res, PeakRSS: peak})
+	return json.NewEncoder(os.Stdout).Encode(Output{Result: res, Limit: limit, PeakRSS: peak})
 }
 
 // Output is what the helper prints.
 type Output struct {
 	Result *dedupe.Result
+	// Limit is the memory limit the dedupe ran under.
+	Limit int64
 	// PeakRSS is VmHWM: the parent's rusage Maxrss of a child counts the
 	// parent's own RSS too, since Go starts children with CLONE_VM and the
 	// kernel keeps the high-water mark of the memory the child shared

@@ -269,6 +269,14 @@ func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 // List pages through the container's flat listing, which is in lexical
 // order and recursive.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter pages through the whole listing and skips the keys up to
+// after: the flat listing has no start-after parameter that Azurite and
+// every service version honour (the marker is opaque), so it costs what
+// List costs.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
 	p := b.c.NewListBlobsFlatPager(&container.ListBlobsFlatOptions{Prefix: &prefix})
 	for p.More() {
 		page, err := p.NextPage(ctx)
@@ -276,6 +284,9 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs
 			return fmt.Errorf("list %s: %w", prefix, b.classify(err, false))
 		}
 		for _, it := range page.Segment.BlobItems {
+			if deref(it.Name) <= after {
+				continue
+			}
 			a := objstore.Attrs{Key: deref(it.Name)}
 			if it.Properties != nil {
 				a.Size = deref(it.Properties.ContentLength)

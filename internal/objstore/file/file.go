@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
 )
@@ -48,7 +49,11 @@ type Bucket struct {
 
 var _ objstore.Bucket = (*Bucket)(nil)
 
-// New returns a bucket rooted at dir, creating dir if needed.
+// New returns a bucket rooted at dir. It creates nothing: dir and the
+// directories below it are made by the first Put, so that a command that
+// only reads (status, files, verify) leaves no trace of a mistyped path. A
+// dir that cannot become a directory (a file is in the way) is refused
+// here, before any work starts.
 func New(dir string) (*Bucket, error) {
 	if dir == "" {
 		return nil, fmt.Errorf("file destination: empty path: %w", objstore.ErrPermanent)
@@ -57,8 +62,14 @@ func New(dir string) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("file destination %q: %w", dir, err)
 	}
-	if err := os.MkdirAll(abs, dirMode); err != nil {
-		return nil, fmt.Errorf("create directory %s: %w", abs, classify(err))
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// Either abs or a parent is missing: the first Put makes them.
+	case err != nil:
+		return nil, fmt.Errorf("open directory %s: %w", abs, classify(err))
+	case !fi.IsDir():
+		return nil, fmt.Errorf("open directory %s: not a directory: %w", abs, objstore.ErrPermanent)
 	}
 	return &Bucket{root: abs}, nil
 }
@@ -205,6 +216,13 @@ func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 // key order. Key order is not walk order ("a.b" sorts before "a/b"), so the
 // keys are sorted before fn sees them.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List from the first key greater than after. A directory
+// whose keys all sort before after is not entered, so listing the newest
+// runs does not open the directory of every old one.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
 	start := b.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
 		start = filepath.Join(b.root, filepath.FromSlash(prefix[:i]))
@@ -220,15 +238,20 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), tempPrefix) {
-			return nil
-		}
 		rel, err := filepath.Rel(b.root, p)
 		if err != nil {
 			return err
 		}
 		key := filepath.ToSlash(rel)
-		if !strings.HasPrefix(key, prefix) {
+		if d.IsDir() {
+			// Every key below dir/ sorts before after when dir/ does and
+			// after does not start with it: they differ within dir/.
+			if dir := key + "/"; p != start && dir < after && !strings.HasPrefix(after, dir) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), tempPrefix) || !strings.HasPrefix(key, prefix) || key <= after {
 			return nil
 		}
 		fi, err := d.Info()
@@ -277,7 +300,8 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
-	case errors.Is(err, fs.ErrPermission):
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOTDIR):
+		// A file where a directory must be stays there on a retry.
 		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
 	}
 	return err

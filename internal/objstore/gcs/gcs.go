@@ -188,7 +188,13 @@ func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 // List pages through the objects under prefix. GCS lists in lexical order;
 // without a delimiter the listing is recursive.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
-	q := &storage.Query{Prefix: prefix}
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List with StartOffset, which GCS applies before it pages.
+// The offset is inclusive: after itself is skipped here.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
+	q := &storage.Query{Prefix: prefix, StartOffset: after}
 	if err := q.SetAttrSelection([]string{"Name", "Size", "Updated"}); err != nil {
 		return fmt.Errorf("list %s: %w", prefix, err)
 	}
@@ -200,6 +206,9 @@ func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs
 		}
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, b.classify(err, false))
+		}
+		if a.Name <= after {
+			continue
 		}
 		if err := fn(objstore.Attrs{Key: a.Name, Size: a.Size, ModTime: a.Updated}); err != nil {
 			return err

@@ -97,10 +97,15 @@ func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 
 // List reports the keys with the prefix in order.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter reports the keys with the prefix greater than after, in order.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
 	b.mu.Lock()
 	var found []objstore.Attrs
 	for k, o := range b.objects {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, prefix) && k > after {
 			found = append(found, objstore.Attrs{Key: k, Size: int64(len(o.data)), ModTime: o.modTime})
 		}
 	}

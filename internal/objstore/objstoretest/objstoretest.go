@@ -41,6 +41,7 @@ func Run(t *testing.T, newBucket func(t *testing.T) objstore.Bucket) {
 		{"PutGet", testPutGet},
 		{"GetRange", testGetRange},
 		{"List", testList},
+		{"ListAfter", testListAfter},
 		{"Delete", testDelete},
 		{"Stat", testStat},
 		{"IfNotExist", testIfNotExist},
@@ -198,6 +199,69 @@ func testList(t *testing.T, b objstore.Bucket) {
 	})
 	if !errors.Is(err, stop) || n != 1 {
 		t.Errorf("list stopped by fn: err %v after %d calls, want stop after 1", err, n)
+	}
+}
+
+// testListAfter lists from each kind of start key: one that exists, one
+// between keys, a directory's name with and without its slash, a key inside
+// a directory, one before and one after every key. What comes back is the
+// listing of the prefix without the keys up to after.
+func testListAfter(t *testing.T, b objstore.Bucket) {
+	keys := []string{
+		"m/_manifests/00000000000000000001.json",
+		"m/_manifests/00000000000000000002.checkpoint.json",
+		"m/_manifests/00000000000000000002.json",
+		"m/_manifests/00000000000000000003.json",
+		"m/_manifests/_last_checkpoint",
+		"m/_runs/r1/plan.json",
+		"m/_runs/r1/ckpt-000001.json",
+		"m/_runs/r2/plan.json",
+		"m/_runs/r3/plan.json",
+		"m/_runs/r3/sub/x.json",
+		"m/_runs/r30/plan.json",
+		"m/_runs/r3a",
+		"m/data.b",
+		"z",
+	}
+	for _, k := range keys {
+		put(t, b, k, k)
+	}
+	slices.Sort(keys)
+	for _, c := range []struct{ prefix, after string }{
+		{"m/", ""},
+		{"m/_manifests/", "m/_manifests/00000000000000000002.checkpoint.json"},
+		{"m/_manifests/", "m/_manifests/00000000000000000001.json"},
+		{"m/_manifests/", "m/_manifests/00000000000000000001.k"},
+		{"m/_manifests/", "m/_manifests/99999999999999999999.json"},
+		{"m/_manifests/", "m/_manifests/_zzz"},
+		{"m/_manifests/", "a"},
+		{"m/_runs/", "m/_runs/r2"},
+		{"m/_runs/", "m/_runs/r1/"},
+		{"m/_runs/", "m/_runs/r1/ckpt-000001.json"},
+		{"m/_runs/", "m/_runs/r3/plan.json"},
+		{"m/_runs/", "m/_runs/r3/"},
+		{"m/_runs/", "m/_runs/r3/sub"},
+		{"m/_runs/", "m/_runs/r3-"},
+		{"", "m/_runs/r30/plan.json"},
+		{"", "m/_runs/r3a"},
+	} {
+		var want []string
+		for _, k := range keys {
+			if strings.HasPrefix(k, c.prefix) && k > c.after {
+				want = append(want, k)
+			}
+		}
+		var got []string
+		err := b.ListAfter(ctxFor(t), c.prefix, c.after, func(a objstore.Attrs) error {
+			got = append(got, a.Key)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("list %q after %q: %v", c.prefix, c.after, err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("list %q after %q:\n got %q\nwant %q", c.prefix, c.after, got, want)
+		}
 	}
 }
 

@@ -269,19 +269,23 @@ func (r *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 // key already given to fn, so fn never sees a key twice. An error returned
 // by fn is never retried.
 func (r *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
-	var last string
-	delivered := false
+	return r.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter retries as List does: each retry lists after the last key
+// given to fn.
+func (r *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
 	var fnErr error
 	err := r.do(ctx, nil, func() error {
-		err := r.b.List(ctx, prefix, func(a objstore.Attrs) error {
-			if delivered && a.Key <= last {
-				return nil
+		err := r.b.ListAfter(ctx, prefix, after, func(a objstore.Attrs) error {
+			if a.Key <= after {
+				return nil // a backend that skipped less than asked
 			}
 			if err := fn(a); err != nil {
 				fnErr = err
 				return err
 			}
-			last, delivered = a.Key, true
+			after = a.Key
 			return nil
 		})
 		if fnErr != nil {

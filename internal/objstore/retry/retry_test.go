@@ -65,8 +65,12 @@ func (f *faulty) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 }
 
 func (f *faulty) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
+	return f.ListAfter(ctx, prefix, "", fn)
+}
+
+func (f *faulty) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
 	n := 0
-	return f.Bucket.List(ctx, prefix, func(a objstore.Attrs) error {
+	return f.Bucket.ListAfter(ctx, prefix, after, func(a objstore.Attrs) error {
 		if n == f.listAfter {
 			if err := f.injected(); err != nil {
 				return err

@@ -308,16 +308,25 @@ func (b *Bucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
 // List pages through ListObjectsV2, which returns keys in UTF-8 binary
 // order, without a delimiter so that the listing is recursive.
 func (b *Bucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
-	p := s3.NewListObjectsV2Paginator(b.client, &s3.ListObjectsV2Input{
-		Bucket: aws.String(b.bucket),
-		Prefix: aws.String(prefix),
-	})
+	return b.ListAfter(ctx, prefix, "", fn)
+}
+
+// ListAfter is List with StartAfter, which S3 applies before it pages.
+func (b *Bucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(b.bucket), Prefix: aws.String(prefix)}
+	if after != "" {
+		in.StartAfter = aws.String(after)
+	}
+	p := s3.NewListObjectsV2Paginator(b.client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
 			return fmt.Errorf("list %s: %w", prefix, b.classify(err, false))
 		}
 		for _, o := range page.Contents {
+			if aws.ToString(o.Key) <= after {
+				continue // a store that ignores StartAfter lists them all
+			}
 			a := objstore.Attrs{Key: aws.ToString(o.Key), Size: aws.ToInt64(o.Size), ModTime: aws.ToTime(o.LastModified)}
 			if err := fn(a); err != nil {
 				return err
