@@ -25,7 +25,7 @@ func (r *runner) compression(ctx context.Context, st *manifest.State) (string, e
 	}
 	for i := len(st.Files) - 1; i >= 0; i-- {
 		f := st.Files[i]
-		codec, ok, err := fileCodec(ctx, r.dest, r.log.Key(f.Key), f.Bytes)
+		codec, ok, err := fileCodec(ctx, r.bucket, r.log.Key(f.Key), f.Bytes)
 		if err != nil {
 			return "", fmt.Errorf("read the compression of %s: %w", f.Key, err)
 		}

@@ -42,7 +42,7 @@ func runDedupe(t *testing.T, d *destination.Destination, opts dedupe.Options) *d
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := dedupe.Run(ctx, d, opts)
+	res, err := dedupe.Run(ctx, d, d.ObjectURL, opts)
 	if err != nil {
 		t.Fatalf("dedupe: %v", err)
 	}

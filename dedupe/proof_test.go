@@ -65,7 +65,7 @@ func (s *source) export() *export.Result {
 		s.t.Fatal(err)
 	}
 	defer src.Close(ctx)
-	res, err := export.Run(ctx, src, s.dest, export.Options{
+	res, err := export.Run(ctx, src, s.dest, s.dest.ObjectURL, export.Options{
 		Model:    "items",
 		Source:   pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"},
 		Lookback: time.Hour,
@@ -280,7 +280,7 @@ func TestCrashAndVacuum(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		dedupe.Run(context.Background(), d, dedupe.Options{Model: "items", Failpoint: func(name string) {
+		dedupe.Run(context.Background(), d, d.ObjectURL, dedupe.Options{Model: "items", Failpoint: func(name string) {
 			if name == "dedupe-before-commit" {
 				runtime.Goexit() // dies here: no commit, no clean-up of its outputs
 			}

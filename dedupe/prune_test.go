@@ -26,7 +26,7 @@ func TestVacuumPrunesAbandonedRuns(t *testing.T) {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			dedupe.Run(ctx, d, dedupe.Options{Model: "items", Failpoint: func(name string) {
+			dedupe.Run(ctx, d, d.ObjectURL, dedupe.Options{Model: "items", Failpoint: func(name string) {
 				if name == "dedupe-before-commit" {
 					runtime.Goexit()
 				}

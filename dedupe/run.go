@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
-	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
@@ -63,16 +63,19 @@ type Result struct {
 
 type runner struct {
 	opts   Options
-	dest   *destination.Destination
+	bucket objstore.Bucket
+	url    func(key string) string
 	log    *manifest.Log
 	logger *slog.Logger
 	budget budget
 }
 
-// Run dedupes one model: it rewrites the committed set, or the buckets that
-// new files touch, into one row per primary key, and commits the result in
-// one commit that removes every input.
-func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Result, error) {
+// Run dedupes one model of the lake rooted at b: it rewrites the committed
+// set, or the buckets that new files touch, into one row per primary key,
+// and commits the result in one commit that removes every input.
+// objectURL turns a key of b into the URL by which engines read it, for
+// the symlink manifest.
+func Run(ctx context.Context, b objstore.Bucket, objectURL func(key string) string, opts Options) (*Result, error) {
 	opts.setDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -83,7 +86,7 @@ func Run(ctx context.Context, dest *destination.Destination, opts Options) (*Res
 	if !ok {
 		files = fileReserve
 	}
-	r := &runner{opts: opts, dest: dest, log: manifest.NewLog(dest, opts.Model),
+	r := &runner{opts: opts, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model),
 		logger: opts.Logger.With("model", opts.Model), budget: newBudget(opts.MemoryLimit, files, heapInUse(), runtime.GOMAXPROCS(0))}
 	res := &Result{LeastMemoryLimit: feasible(files)}
 	if res.LeastMemoryLimit > opts.MemoryLimit {
@@ -267,7 +270,7 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	}
 	res.Commit = c
 	r.opts.Failpoint("dedupe-after-commit")
-	if err := r.log.WriteSymlinkManifest(ctx, r.dest.ObjectURL); err != nil {
+	if err := r.log.WriteSymlinkManifest(ctx, r.url); err != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("rewrite the symlink manifest: %v", err))
 	}
 	return false, nil
@@ -277,7 +280,7 @@ func (r *runner) discard(files []manifest.File) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, f := range files {
-		_ = r.dest.Delete(ctx, r.log.Key(f.Key))
+		_ = r.bucket.Delete(ctx, r.log.Key(f.Key))
 	}
 }
 
@@ -367,7 +370,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var mu sync.Mutex
 	const batchBytes = 256 << 10
 	open := func(f manifest.File) (*inputFile, error) {
-		in, err := openInput(ctx, r.dest, r.log.Key(f.Key), dir)
+		in, err := openInput(ctx, r.bucket, r.log.Key(f.Key), dir)
 		if err != nil {
 			return nil, err
 		}
@@ -616,7 +619,7 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	var seq atomic.Int64
 	outs := make([]*outputs, lanes)
 	for i := range outs {
-		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.dest, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
+		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.bucket, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
 			target: r.opts.TargetFileBytes, rowGroup: rowGroup, modKind: w.modKind, codec: cs, schema: outSchema,
 			enc: enc, window: window, gate: g, maxGroups: maxGroups,
 			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,

@@ -35,7 +35,7 @@ func TestCorruptWatermarkStopsDedupe(t *testing.T) {
 			}
 			path := filepath.Join(dir, "items", "_manifests", fmt.Sprintf("%020d.json", 2))
 			laketest.EditJSON(t, path, func(doc map[string]any) { doc[field] = bad })
-			_, err = dedupe.Run(ctx, d, dedupe.Options{Model: "items"})
+			_, err = dedupe.Run(ctx, d, d.ObjectURL, dedupe.Options{Model: "items"})
 			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("read the committed watermark %q", bad)) {
 				t.Fatalf("dedupe over a corrupt %s: %v", field, err)
 			}

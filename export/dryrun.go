@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 )
@@ -30,12 +30,12 @@ type Planned struct {
 // interval and its upper bound), and stops there: it writes nothing to
 // the destination, no plan and no probe, and reads nothing of the
 // source's rows but the planner's estimate of how many the interval holds.
-func DryRun(ctx context.Context, src *pgsource.Source, dest *destination.Destination, opts Options) (*Planned, error) {
+func DryRun(ctx context.Context, src *pgsource.Source, b objstore.Bucket, objectURL func(key string) string, opts Options) (*Planned, error) {
 	opts.setDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	r := &runner{opts: opts, src: src, dest: dest, log: manifest.NewLog(dest, opts.Model),
+	r := &runner{opts: opts, src: src, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model),
 		attempt: manifest.NewRunID(time.Now()), logger: opts.Logger.With("model", opts.Model), dryRun: true}
 	res, err := r.run(ctx)
 	if err != nil {
@@ -57,6 +57,5 @@ func DryRun(ctx context.Context, src *pgsource.Source, dest *destination.Destina
 // estimateRows is the planner's estimate of the rows of the plan's
 // interval (an EXPLAIN of the first page's query without its LIMIT).
 func (r *runner) estimateRows(ctx context.Context) (int64, error) {
-	sc := r.src.NewScanner(r.table, r.mapping.SelectExprs(r.table.Quoted()))
-	return sc.EstimateRows(ctx, r.plan.Interval)
+	return r.newScanner().EstimateRows(ctx, r.plan.Interval)
 }

@@ -161,7 +161,7 @@ func (l *lake) countedExport(opts export.Options) *countingBucket {
 	defer d.Close()
 	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}}
 	d.Bucket = c
-	res, err := export.Run(ctx, src, d, opts)
+	res, err := export.Run(ctx, src, d, d.ObjectURL, opts)
 	if err != nil {
 		l.t.Fatalf("export: %v", err)
 	}

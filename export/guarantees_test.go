@@ -3,8 +3,6 @@ package export_test
 import (
 	"errors"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -416,14 +414,7 @@ func TestFailedReadCheckpointsNothingPartial(t *testing.T) {
 	if _, err := l.export(opts); !errors.Is(err, pgsource.ErrDuplicateKey) {
 		t.Fatalf("want ErrDuplicateKey, got %v", err)
 	}
-	var ckpts []string
-	filepath.WalkDir(l.dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && strings.HasPrefix(d.Name(), "ckpt-") {
-			ckpts = append(ckpts, p)
-		}
-		return nil
-	})
-	if len(ckpts) != 0 {
+	if ckpts := l.checkpoints(); len(ckpts) != 0 {
 		t.Fatalf("the failed read left checkpointed files: %v", ckpts)
 	}
 	if st := l.state(); st.Seq != 0 {

@@ -9,7 +9,9 @@ import (
 
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/faults"
 	"github.com/highwater-dev/highwater/internal/laketest"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/manifest"
@@ -53,6 +55,13 @@ func (l *lake) options() export.Options {
 
 func (l *lake) export(opts export.Options) (*export.Result, error) {
 	l.t.Helper()
+	return l.exportThrough(nil, opts)
+}
+
+// exportThrough is export into the lake's bucket behind fb, which it
+// points at the bucket; with a nil fb it is export.
+func (l *lake) exportThrough(fb *faults.Bucket, opts export.Options) (*export.Result, error) {
+	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	src, err := pgsource.Connect(ctx, l.db)
@@ -65,7 +74,11 @@ func (l *lake) export(opts export.Options) (*export.Result, error) {
 		return nil, err
 	}
 	defer d.Close()
-	return export.Run(ctx, src, d, opts)
+	var b objstore.Bucket = d
+	if fb != nil {
+		fb.Bucket, b = d, fb
+	}
+	return export.Run(ctx, src, b, d.ObjectURL, opts)
 }
 
 func (l *lake) mustExport(opts export.Options) *export.Result {

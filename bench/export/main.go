@@ -617,7 +617,7 @@ func profile(ctx context.Context, cfg config, dbURL string, n int) error {
 		stopHeap = watchHeap(cfg.heapProfile)
 	}
 	t0 := time.Now()
-	res, err := export.Run(ctx, src, d, opts)
+	res, err := export.Run(ctx, src, d, d.ObjectURL, opts)
 	wall := time.Since(t0)
 	pprof.StopCPUProfile()
 	stopHeap()

@@ -81,7 +81,7 @@ only the buckets that new rows touch.`,
 			start := time.Now()
 			var stop func()
 			opts.Progress, stop = env.showProgress(lake.model, countRows)
-			res, err := dedupe.Run(ctx, d, opts)
+			res, err := dedupe.Run(ctx, d, d.ObjectURL, opts)
 			stop()
 			if *metricsOut != "" {
 				fig := runFigures{model: lake.model, tenant: lake.instanceTenant(), failed: err != nil}

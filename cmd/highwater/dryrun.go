@@ -71,7 +71,7 @@ func newDryRunJSON(model string, tenant *string, pl *export.Planned) dryRunJSON 
 // the plan; it returns the summary's one line.
 func dryRun(ctx context.Context, env *environment, src *pgsource.Source, d *destination.Destination, o export.Options,
 	name string, tenant *string, asJSON bool, out func(func(io.Writer) error) error) (string, error) {
-	pl, err := export.DryRun(ctx, src, d, o)
+	pl, err := export.DryRun(ctx, src, d, d.ObjectURL, o)
 	if err != nil {
 		if asJSON {
 			out(func(w io.Writer) error { return writeJSON(w, newExportJSON(o.Model, tenant, nil, err)) })

@@ -294,7 +294,7 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		if ff.parallel == 1 {
 			o.Progress, stop = env.showProgress(j.inst.String(), countRows)
 		}
-		res, err := export.Run(ctx, src, d, o)
+		res, err := export.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		d.Close()
 		fig := runFigures{model: o.Model, tenant: j.inst.Tenant, failed: err != nil}

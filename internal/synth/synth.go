@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/formats"
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
@@ -45,7 +44,7 @@ type Row struct {
 
 // Lake writes exports of one model.
 type Lake struct {
-	dest    *destination.Destination
+	dest    objstore.Bucket
 	log     *manifest.Log
 	mapping *formats.Mapping
 	schema  *manifest.Schema
@@ -56,8 +55,8 @@ type Lake struct {
 	Lookback        time.Duration
 }
 
-// New prepares model in dest.
-func New(dest *destination.Destination, model string) (*Lake, error) {
+// New prepares model in the lake rooted at dest.
+func New(dest objstore.Bucket, model string) (*Lake, error) {
 	m, err := formats.NewMapping(Columns, formats.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("map synthetic columns: %w", err)

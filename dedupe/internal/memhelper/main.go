@@ -84,7 +84,7 @@ func run() error {
 		// The memory budget and the run's steps, to see where a peak came from.
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	res, err := dedupe.Run(ctx, d, opts)
+	res, err := dedupe.Run(ctx, d, d.ObjectURL, opts)
 	if err != nil {
 		return err
 	}
