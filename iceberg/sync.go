@@ -27,8 +27,9 @@ type Result struct {
 	// From is the seq the view stood at before (0: no view), To the seq
 	// it stands at after.
 	From, To int64
-	// Published counts the metadata versions this sync wrote.
-	Published int
+	// Published counts the metadata versions this sync wrote; Lost those
+	// it meant to write but another writer published first.
+	Published, Lost int
 	// Version is the newest metadata version, MetadataURL its URL.
 	Version     int
 	MetadataURL string
@@ -66,6 +67,7 @@ func (v *View) Sync(ctx context.Context, head *manifest.State) (*Result, error) 
 		}
 		err = v.advance(ctx, cur, pos, head, res)
 		if errors.Is(err, table.ErrCommitFailed) {
+			res.Lost++
 			continue // another writer published first: look again
 		}
 		if err != nil {
