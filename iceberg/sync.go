@@ -85,12 +85,8 @@ func (v *View) position(ctx context.Context, cur current) (int64, error) {
 	if snap == nil {
 		return 0, nil
 	}
-	var props iceberg.Properties
-	if snap.Summary != nil {
-		props = snap.Summary.Properties
-	}
-	seq, err := strconv.ParseInt(props[SummarySeq], 10, 64)
-	if err != nil || seq < 1 {
+	seq, props := snapshotSeq(snap)
+	if seq < 1 {
 		return 0, fmt.Errorf("the current snapshot of %s names no highwater seq: was the table written by another tool?", v.MetadataURL(cur.version))
 	}
 	c, err := v.log.ReadCommit(ctx, seq)
@@ -102,6 +98,19 @@ func (v *View) position(ctx context.Context, cur current) (int64, error) {
 			v.log.Model(), seq, props[SummaryCommitID], c.CommitID, v.root+"/"+metadataDir)
 	}
 	return seq, nil
+}
+
+// snapshotSeq is the highwater seq that a snapshot's summary records, 0
+// when it records none, and the summary's properties.
+func snapshotSeq(snap *table.Snapshot) (int64, iceberg.Properties) {
+	if snap.Summary == nil {
+		return 0, nil
+	}
+	seq, err := strconv.ParseInt(snap.Summary.Properties[SummarySeq], 10, 64)
+	if err != nil {
+		return 0, snap.Summary.Properties
+	}
+	return seq, snap.Summary.Properties
 }
 
 // advance publishes what the view lacks, one version at a time.

@@ -43,7 +43,15 @@ const (
 	KindBackfill    = "backfill"
 	KindDedupe      = "dedupe"
 	KindVacuum      = "vacuum"
+	// KindTableFormat commits only a change of the table formats the model
+	// is also published in (TableFormats); it moves no watermark and names
+	// no file.
+	KindTableFormat = "table_format"
 )
+
+// TableFormatIceberg publishes the model as an Apache Iceberg table too
+// (package iceberg).
+const TableFormatIceberg = "iceberg"
 
 // MovesWatermark reports whether commits of this kind advance the watermark.
 // Only those make a concurrent export abandon its plan; the others are
@@ -307,6 +315,10 @@ type Commit struct {
 	Metrics   *Metrics `json:"metrics,omitempty"`
 	Warnings  []string `json:"warnings,omitempty"`
 	// Layout records the dedupe layout (e.g. key-hash buckets).
-	Layout    json.RawMessage `json:"layout,omitempty"`
-	Committed time.Time       `json:"committed"`
+	Layout json.RawMessage `json:"layout,omitempty"`
+	// TableFormats, when set, are the table formats the model is
+	// published in from this commit on, besides its own Parquet files
+	// and log (e.g. TableFormatIceberg).
+	TableFormats []string  `json:"table_formats,omitempty"`
+	Committed    time.Time `json:"committed"`
 }

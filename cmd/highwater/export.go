@@ -70,6 +70,7 @@ others, and a summary on stdout names every instance that failed, with its reaso
 		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
+		tableFormat = fs.String("table-format", "", "publish the model as a table `format` too: iceberg (recorded in the log; docs/readers.md)")
 	)
 	fs.StringArrayVar(&ff.tenants, "tenant", nil, "tenant `value`; with --config, the tenants to run (repeat for several)")
 	ff.register(fs)
@@ -134,7 +135,10 @@ others, and a summary on stdout names every instance that failed, with its reaso
 			default:
 				return usageErr("--tenant takes one value without --config")
 			}
-			runs = append(runs, job{inst: fleet.Instance{Model: name}, opts: o})
+			runs = append(runs, job{inst: fleet.Instance{Model: name}, opts: o, tableFormat: *tableFormat})
+		}
+		if err := checkTableFormat(*tableFormat); err != nil {
+			return err
 		}
 		if sourceURL == "" {
 			sourceURL = env.getenv("HIGHWATER_SOURCE")
@@ -158,6 +162,9 @@ others, and a summary on stdout names every instance that failed, with its reaso
 			}
 			if set["full-refresh"] {
 				o.FullRefresh = *fullRefresh
+			}
+			if set["table-format"] {
+				runs[i].tableFormat = *tableFormat
 			}
 			o.WindowStart, o.WindowEnd = *winStart, *winEnd
 			if set["page-rows"] {
