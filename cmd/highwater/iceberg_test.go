@@ -130,7 +130,21 @@ func TestIcebergCrashRepairAndVacuum(t *testing.T) {
 		t.Fatalf("the rebuilt view has snapshots %v, want [4]", got)
 	}
 	checkNames(t, db, tbl)
+
+	// Registered in a SQL catalog; the command prints no secret.
+	catURL := withPassword(pg.NewDatabase(t), secret)
+	code, outS, errOut = highwater(t, "iceberg", "register", "--dest", dest, "--model", "items", "--catalog", catURL, "--namespace", "prod")
+	if code != 0 || !strings.Contains(outS, "entry prod.items now points at "+location+"/metadata/") {
+		t.Fatalf("iceberg register: exit %d: %s%s", code, outS, errOut)
+	}
+	if strings.Contains(outS+errOut, secret) {
+		t.Fatalf("register printed the password")
+	}
+	if code, _, errOut := highwater(t, "iceberg", "register", "--dest", dest, "--model", "items", "--catalog", "thrift://hms:9083"); code != 2 {
+		t.Fatalf("a catalog of an unknown kind: exit %d, want 2: %s", code, errOut)
+	}
 }
+
 
 func countParts(t *testing.T, location string) int {
 	t.Helper()
