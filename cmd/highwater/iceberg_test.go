@@ -145,7 +145,6 @@ func TestIcebergCrashRepairAndVacuum(t *testing.T) {
 	}
 }
 
-
 func countParts(t *testing.T, location string) int {
 	t.Helper()
 	n := 0
