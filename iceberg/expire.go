@@ -62,7 +62,7 @@ func (v *View) Expire(ctx context.Context, st *manifest.State, doomed []string, 
 		_, _, err = c.CommitTable(ctx, nil,
 			[]table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &id)},
 			[]table.Update{table.NewRemoveSnapshotsUpdate(ids, false)})
-		if errors.Is(err, table.ErrCommitFailed) {
+		if errors.Is(err, ErrConflict) {
 			continue
 		}
 		if err != nil {

@@ -94,26 +94,21 @@ func evolveSchema(tx *table.Transaction, cur *iceberg.Schema, fields []formats.F
 			changed = append(changed, f)
 		}
 	}
-	if len(changed) > 0 {
-		u := tx.UpdateSchema(true, true)
-		for _, f := range changed {
-			u.DeleteColumn([]string{f.Name})
-		}
-		if err := u.Commit(); err != nil {
-			return false, fmt.Errorf("drop the retyped columns: %w", err)
-		}
-		added = append(added, changed...)
+	if len(added) == 0 && len(changed) == 0 {
+		return false, nil
 	}
-	if len(added) == 0 {
-		return len(changed) > 0, nil
+	// One update: a transaction's second schema update would assert the
+	// schema id that its first one staged.
+	u := tx.UpdateSchema(true, len(changed) > 0)
+	for _, f := range changed {
+		u.DeleteColumn([]string{f.Name})
 	}
-	u := tx.UpdateSchema(true, false)
-	for _, f := range added {
+	for _, f := range append(added, changed...) {
 		t, _ := icebergType(f)
 		u.AddColumn([]string{f.Name}, t, "", false, nil)
 	}
 	if err := u.Commit(); err != nil {
-		return false, fmt.Errorf("add columns: %w", err)
+		return false, fmt.Errorf("update the Iceberg schema: %w", err)
 	}
 	return true, nil
 }

@@ -66,7 +66,7 @@ func (v *View) Sync(ctx context.Context, head *manifest.State) (*Result, error) 
 			return res, nil
 		}
 		err = v.advance(ctx, cur, pos, head, res)
-		if errors.Is(err, table.ErrCommitFailed) {
+		if errors.Is(err, ErrConflict) {
 			res.Lost++
 			continue // another writer published first: look again
 		}

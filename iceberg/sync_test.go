@@ -20,19 +20,25 @@ const itemsDDL = `CREATE TABLE items (
 	t time,
 	d date,
 	big bigint,
+	ok boolean,
+	f float8,
+	raw bytea,
+	wide numeric(30,5),
+	doc jsonb,
+	nums int[],
 	updated_at timestamptz NOT NULL DEFAULT now())`
 
-var itemCols = []string{"id", "name", "price", "tags", "uid", "at", "t", "d", "big", "updated_at"}
+var itemCols = []string{"id", "name", "price", "tags", "uid", "at", "t", "d", "big", "ok", "f", "raw", "wide", "doc", "nums", "updated_at"}
 
 // TestReadBack follows a model through exports, updates, a dedupe, an
 // added column and a full refresh, and after each reads the table back with
 // iceberg-go's own reader, given only its location, against PostgreSQL.
 func TestReadBack(t *testing.T) {
 	l := newLake(t, "", itemsDDL,
-		`INSERT INTO items (id, name, price, tags, uid, at, t, d, big) VALUES
-			(1, 'one', 1.50, '{a,b}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-01-02 03:04:05.123456', '12:34:56.5', '1999-12-31', 9007199254740993),
-			(2, 'two', NULL, '{}', NULL, NULL, NULL, NULL, NULL),
-			(3, NULL, 12345678.99, '{x,NULL}', NULL, '1970-01-01', '00:00', '2024-02-29', -1)`)
+		`INSERT INTO items (id, name, price, tags, uid, at, t, d, big, ok, f, raw, wide, doc, nums) VALUES
+			(1, 'one', 1.50, '{a,b}', 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', '2024-01-02 03:04:05.123456', '12:34:56.5', '1999-12-31', 9007199254740993, true, 1.5, '\x00ff', 1234567890123456789012345.12345, '{"a": [1, 2]}', '{1,NULL,3}'),
+			(2, 'two', NULL, '{}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
+			(3, NULL, 12345678.99, '{x,NULL}', NULL, '1970-01-01', '00:00', '2024-02-29', -1, false, -0.25, '', 0.00001, 'null', '{}')`)
 	checkSeqs := func(want int) {
 		t.Helper()
 		var seqs []string
@@ -47,6 +53,14 @@ func TestReadBack(t *testing.T) {
 	l.sync()
 	l.compare(itemCols...)
 	checkSeqs(1)
+	for col, want := range map[string]string{"at": "timestamp", "updated_at": "timestamptz", "_hw_version": "timestamptz",
+		"uid": "string", "t": "string", "price": "decimal(10, 2)", "wide": "decimal(30, 5)", "nums": "list<int>",
+		"tags": "list<string>", "doc": "string", "raw": "binary", "big": "long", "id": "int", "d": "date"} {
+		f, ok := l.table().Schema().FindFieldByName(col)
+		if !ok || f.Type.String() != want {
+			t.Errorf("column %s is %v in the Iceberg schema, want %s", col, f.Type, want)
+		}
+	}
 
 	l.exec(`UPDATE items SET name = 'two again', updated_at = now() WHERE id = 2`,
 		`INSERT INTO items (id, name) VALUES (4, 'four')`)
@@ -90,8 +104,19 @@ func TestReadBack(t *testing.T) {
 		t.Fatalf("after the full refresh the table holds %d rows, want 3", n)
 	}
 
+	// A change of type is refused by an incremental export, and a full
+	// refresh retypes the column: a new field id, read by name.
+	l.exec(`ALTER TABLE items ALTER COLUMN big TYPE text`, `UPDATE items SET big = 'b' || id, updated_at = now()`)
+	l.export(true)
+	l.sync()
+	l.compare(append(itemCols, "note")...)
+	if f, _ := l.table().Schema().FindFieldByName("big"); f.Type.String() != "string" {
+		t.Fatalf("after the retyping full refresh big is %v", f.Type)
+	}
+	checkSeqs(6)
+
 	// A sync with nothing to do publishes nothing.
-	if res := l.sync(); res.Published != 0 || res.To != 5 {
+	if res := l.sync(); res.Published != 0 || res.To != 6 {
 		t.Fatalf("a sync at the head: %+v", res)
 	}
 }

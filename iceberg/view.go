@@ -220,9 +220,11 @@ func (c *committer) CommitTable(ctx context.Context, _ table.Identifier, reqs []
 		}
 		base = tbl.Metadata()
 	}
+	// The base is the version the transaction was built on, so a failed
+	// requirement is no race (a race shows as ErrConflict on publish).
 	for _, r := range reqs {
 		if err := r.Validate(base); err != nil {
-			return nil, "", fmt.Errorf("%w: %w", table.ErrCommitFailed, err)
+			return nil, "", fmt.Errorf("check the Iceberg requirements: %w", err)
 		}
 	}
 	loc := ""
