@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -259,4 +261,49 @@ older snapshot, never a broken one while vacuum keeps the retention.`,
 		return nil
 	}
 	return cmd
+}
+
+// icebergDDL prints what engine needs to read the model's Iceberg view. It
+// changes nothing: a view that lags the log is named as it stands, with a
+// warning.
+func icebergDDL(ctx context.Context, env *environment, lake *lakeFlags, engine, name, format string) error {
+	if err := checkTableFormat(format); err != nil {
+		return err
+	}
+	if lake.dest == "" || lake.model == "" || engine == "" {
+		return usageErr("--dest, --model and --engine are required")
+	}
+	if !slices.Contains(iceberg.Engines, engine) {
+		return usageErr("unknown engine %q for an Iceberg table: use %s", engine, strings.Join(iceberg.Engines, ", "))
+	}
+	d, err := lake.open(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	log := manifest.NewLog(d, lake.model)
+	st, err := log.ReadState(ctx)
+	if err != nil {
+		return err
+	}
+	if !st.Publishes(manifest.TableFormatIceberg) {
+		return fmt.Errorf("model %s is not published as Iceberg: export it with --table-format iceberg, or run iceberg sync --enable", lake.model)
+	}
+	v := iceberg.NewView(log, d.ObjectURL(log.Key()))
+	head, err := v.Head(ctx)
+	if err != nil {
+		return err
+	}
+	if head.Version == 0 {
+		return fmt.Errorf("model %s has no Iceberg metadata yet: run highwater iceberg sync", lake.model)
+	}
+	if head.To < st.Seq {
+		env.logger.Warn("the Iceberg view lags the log: run highwater iceberg sync", "model", lake.model, "view_seq", head.To, "log_seq", st.Seq)
+	}
+	out, err := iceberg.DDL(engine, cmp.Or(name, lake.model), v.Location(), head.MetadataURL)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(env.stdout, out)
+	return err
 }

@@ -143,6 +143,25 @@ func TestIcebergCrashRepairAndVacuum(t *testing.T) {
 	if code, _, errOut := highwater(t, "iceberg", "register", "--dest", dest, "--model", "items", "--catalog", "thrift://hms:9083"); code != 2 {
 		t.Fatalf("a catalog of an unknown kind: exit %d, want 2: %s", code, errOut)
 	}
+
+	// ddl names the newest metadata file, the one iceberg-go reads.
+	hint, err := os.ReadFile(strings.TrimPrefix(location, "file://") + "/metadata/version-hint.text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for engine, want := range map[string]string{
+		"trino":  "metadata_file_name => 'v" + string(hint) + ".metadata.json'",
+		"duckdb": "iceberg_scan('" + location + "/metadata/v" + string(hint) + ".metadata.json')",
+		"spark":  "iceberg.`" + location + "`",
+	} {
+		code, outS, errOut := highwater(t, "ddl", "--dest", dest, "--model", "items", "--table-format", "iceberg", "--engine", engine)
+		if code != 0 || !strings.Contains(outS, want) {
+			t.Fatalf("ddl --engine %s: exit %d, want %s in:\n%s%s", engine, code, want, outS, errOut)
+		}
+	}
+	if code, _, _ := highwater(t, "ddl", "--dest", dest, "--model", "items", "--table-format", "iceberg", "--engine", "hive"); code != 2 {
+		t.Fatalf("ddl of an unknown engine: exit %d, want 2", code)
+	}
 }
 
 func countParts(t *testing.T, location string) int {
