@@ -187,7 +187,7 @@ func (v *View) bootstrap(ctx context.Context, tbl *table.Table, head *manifest.S
 	}
 	props := summary(c)
 	props["highwater.bootstrap"] = "true"
-	files, err := v.dataFiles(head.Files)
+	files, err := v.dataFiles(head.Files, boundsOf(tx, head.Identity))
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.
 		return nil, fmt.Errorf("seq %d: %w", c.Seq, err)
 	}
 	props := summary(c)
-	adds, err := v.dataFiles(c.Added)
+	adds, err := v.dataFiles(c.Added, boundsOf(tx, &c.Identity))
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.
 	}
 	dels := make([]iceberg.DataFile, 0, len(c.Removed))
 	for _, k := range c.Removed {
-		df, err := v.dataFile(manifest.File{Key: k})
+		df, err := v.dataFile(manifest.File{Key: k}, bounds{})
 		if err != nil {
 			return nil, err
 		}
@@ -295,10 +295,10 @@ func summary(c *manifest.Commit) iceberg.Properties {
 	return p
 }
 
-func (v *View) dataFiles(fs []manifest.File) ([]iceberg.DataFile, error) {
+func (v *View) dataFiles(fs []manifest.File, b bounds) ([]iceberg.DataFile, error) {
 	out := make([]iceberg.DataFile, 0, len(fs))
 	for _, f := range fs {
-		df, err := v.dataFile(f)
+		df, err := v.dataFile(f, b)
 		if err != nil {
 			return nil, err
 		}
@@ -309,11 +309,14 @@ func (v *View) dataFiles(fs []manifest.File) ([]iceberg.DataFile, error) {
 
 // dataFile describes a committed file from what the log recorded when it
 // was written: no file is read again.
-func (v *View) dataFile(f manifest.File) (iceberg.DataFile, error) {
+func (v *View) dataFile(f manifest.File, bs bounds) (iceberg.DataFile, error) {
 	b, err := iceberg.NewDataFileBuilder(*iceberg.UnpartitionedSpec, iceberg.EntryContentData, v.root+"/"+f.Key,
 		iceberg.ParquetFile, nil, nil, nil, f.Rows, f.Bytes)
 	if err != nil {
 		return nil, fmt.Errorf("describe %s: %w", f.Key, err)
+	}
+	if lo, hi, ok := bs.of(f); ok {
+		b.LowerBoundValues(map[int][]byte{bs.id: lo}).UpperBoundValues(map[int][]byte{bs.id: hi})
 	}
 	return b.Build(), nil
 }

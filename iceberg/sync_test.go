@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/highwater-dev/highwater/internal/icebergtest"
@@ -53,6 +54,21 @@ func TestReadBack(t *testing.T) {
 	l.sync()
 	l.compare(itemCols...)
 	checkSeqs(1)
+	// The files carry the bounds of the modified-at column that the log
+	// recorded: a range before them plans no file, a range around them
+	// every file.
+	for _, c := range []struct {
+		filter iceberg.BooleanExpression
+		files  int
+	}{
+		{iceberg.LessThan(iceberg.Reference("updated_at"), iceberg.Timestamp(86_400_000_000)), 0},
+		{iceberg.GreaterThanEqual(iceberg.Reference("updated_at"), iceberg.Timestamp(86_400_000_000)), 1},
+	} {
+		tasks, err := l.table().Scan(table.WithRowFilter(c.filter)).PlanFiles(t.Context())
+		if err != nil || len(tasks) != c.files {
+			t.Fatalf("scan %s plans %d files (%v), want %d", c.filter, len(tasks), err, c.files)
+		}
+	}
 	for col, want := range map[string]string{"at": "timestamp", "updated_at": "timestamptz", "_hw_version": "timestamptz",
 		"uid": "string", "t": "string", "price": "decimal(10, 2)", "wide": "decimal(30, 5)", "nums": "list<int>",
 		"tags": "list<string>", "doc": "string", "raw": "binary", "big": "long", "id": "int", "d": "date"} {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/iceberg-go/table"
 	"github.com/jackc/pgx/v5"
@@ -177,4 +178,92 @@ func countParts(t *testing.T, location string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestMeasureIcebergNoChange times a no-change export with and without the
+// Iceberg view at 1 and 500 commits of history, and the size of the newest
+// metadata file. It asserts no duration: it reports them, when
+// HIGHWATER_MEASURE=1 (it runs 1,000 exports).
+func TestMeasureIcebergNoChange(t *testing.T) {
+	if os.Getenv("HIGHWATER_MEASURE") == "" {
+		t.Skip("set HIGHWATER_MEASURE=1 to measure")
+	}
+	db, plain := setupItems(t)
+	withIceberg := "file://" + t.TempDir()
+	args := func(dest string) []string {
+		return []string{"export", "--source", db, "--table", "public.items", "--primary-key", "id", "--modified-at", "updated_at", "--dest", dest, "-q"}
+	}
+	one := func(dest string, extra ...string) time.Duration {
+		start := time.Now()
+		if code, _, errOut := highwater(t, append(args(dest), extra...)...); code != 0 {
+			t.Fatalf("export: %s", errOut)
+		}
+		return time.Since(start)
+	}
+	one(plain)
+	one(withIceberg, "--table-format", "iceberg")
+	commits := 1
+	for _, at := range []int{1, 500} {
+		for commits < at {
+			one(plain)
+			one(withIceberg)
+			commits++
+		}
+		var dp, di []time.Duration
+		for range 7 {
+			dp = append(dp, one(plain))
+			di = append(di, one(withIceberg))
+		}
+		commits += 7
+		slices.Sort(dp)
+		slices.Sort(di)
+		hint, _ := os.ReadFile(strings.TrimPrefix(withIceberg, "file://") + "/items/metadata/version-hint.text")
+		fi, _ := os.Stat(strings.TrimPrefix(withIceberg, "file://") + "/items/metadata/v" + string(hint) + ".metadata.json")
+		var size int64
+		if fi != nil {
+			size = fi.Size()
+		}
+		t.Logf("no-change export at %d commits: median %s without Iceberg, %s with (%+.0f%%); metadata v%s is %d bytes",
+			at, dp[3].Round(time.Millisecond), di[3].Round(time.Millisecond), 100*(float64(di[3])/float64(dp[3])-1), hint, size)
+	}
+}
+
+// TestIcebergFromConfig: table_format in a config publishes that model
+// only; an unknown format is a usage error that touches nothing.
+func TestIcebergFromConfig(t *testing.T) {
+	db, dest := setupItems(t)
+	pgtest.Exec(t, db, `CREATE TABLE other (k text PRIMARY KEY, changed date)`, `INSERT INTO other VALUES ('a', '2026-01-01')`)
+	cfg := filepath.Join(t.TempDir(), "highwater.yaml")
+	t.Setenv("HW_TEST_SOURCE", db)
+	write := func(format string) {
+		os.WriteFile(cfg, []byte(`
+source: ${HW_TEST_SOURCE}
+dest: `+dest+`
+models:
+  - name: items
+    table: public.items
+    primary_key: [id]
+    modified_at: updated_at
+    table_format: `+format+`
+  - name: other
+    table: other
+    primary_key: [k]
+    modified_at: changed
+`), 0o644)
+	}
+	write("delta")
+	if code, _, errOut := highwater(t, "export", "--config", cfg); code != 2 || !strings.Contains(errOut, `table_format "delta"`) {
+		t.Fatalf("an unknown table format: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(strings.TrimPrefix(dest, "file://") + "/items"); !os.IsNotExist(err) {
+		t.Fatalf("the refused config touched the lake: %v", err)
+	}
+	write("iceberg")
+	if code, _, errOut := highwater(t, "export", "--config", cfg); code != 0 {
+		t.Fatalf("export: %s", errOut)
+	}
+	checkNames(t, db, icebergtest.Open(t, dest+"/items", nil))
+	if _, err := os.Stat(strings.TrimPrefix(dest, "file://") + "/other/metadata"); !os.IsNotExist(err) {
+		t.Fatalf("the model without table_format has an Iceberg view: %v", err)
+	}
 }
