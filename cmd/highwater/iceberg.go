@@ -94,6 +94,10 @@ func cmdIceberg(env *environment) *cobra.Command {
 Iceberg table at <dest>/<model>/, with metadata/ beside data/: each commit of the log is one snapshot.
 Every command that commits publishes it; sync brings a view that lags (or was lost) up to the log's
 head, and register points a catalog at it (docs/readers.md).`,
+		Example: `  highwater export --source postgres://exporter@db/app --table public.orders \
+      --primary-key id --modified-at updated_at --dest s3://lake/prod --table-format iceberg
+  highwater iceberg sync --dest s3://lake/prod --model orders
+  highwater iceberg register --dest s3://lake/prod --model orders --catalog postgres://iceberg@catalog-db/iceberg`,
 	}
 	cmd.AddCommand(cmdIcebergSync(env), cmdIcebergRegister(env))
 	return cmd
