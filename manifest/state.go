@@ -38,7 +38,12 @@ type State struct {
 	// Layout is the dedupe layout as its commit recorded it, a JSON object.
 	// Checkpoints before it was one held it base64-encoded (see fixLayout).
 	Layout json.RawMessage `json:"layout,omitempty"`
+	// TableFormats are the formats the newest commit that set them named.
+	TableFormats []string `json:"table_formats,omitempty"`
 }
+
+// Publishes reports whether the model is also published in table format f.
+func (s *State) Publishes(f string) bool { return slices.Contains(s.TableFormats, f) }
 
 // ModifiedAtKind is the kind of the committed modified-at column: the
 // identity's, or, in a log written before the identity recorded it, the
@@ -125,6 +130,9 @@ func (s *State) apply(c *Commit) {
 	}
 	if len(c.Layout) > 0 {
 		s.Layout = c.Layout
+	}
+	if c.TableFormats != nil {
+		s.TableFormats = c.TableFormats
 	}
 }
 

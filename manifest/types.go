@@ -43,7 +43,15 @@ const (
 	KindBackfill    = "backfill"
 	KindDedupe      = "dedupe"
 	KindVacuum      = "vacuum"
+	// KindTableFormat commits only a change of the table formats the model
+	// is also published in (TableFormats); it moves no watermark and names
+	// no file.
+	KindTableFormat = "table_format"
 )
+
+// TableFormatIceberg publishes the model as an Apache Iceberg table too
+// (package iceberg).
+const TableFormatIceberg = "iceberg"
 
 // MovesWatermark reports whether commits of this kind move the watermark
 // (a reset moves it backwards). Only those make a concurrent export abandon
@@ -311,5 +319,9 @@ type Commit struct {
 	// Reconcile and Reset are the reports of those kinds (reconcile.go).
 	Reconcile *ReconcileReport `json:"reconcile,omitempty"`
 	Reset     *ResetReport     `json:"reset,omitempty"`
-	Committed time.Time        `json:"committed"`
+	// TableFormats, when set, are the table formats the model is
+	// published in from this commit on, besides its own Parquet files
+	// and log (e.g. TableFormatIceberg).
+	TableFormats []string  `json:"table_formats,omitempty"`
+	Committed    time.Time `json:"committed"`
 }

@@ -72,7 +72,7 @@ func (l *lake) export() *export.Result {
 	ctx, cancel := l.ctx()
 	defer cancel()
 	src, d := l.open(ctx)
-	res, err := export.Run(ctx, src, d, export.Options{Model: l.model, Source: l.spec, Lookback: 0})
+	res, err := export.Run(ctx, src, d, d.ObjectURL, export.Options{Model: l.model, Source: l.spec, Lookback: 0})
 	if err != nil {
 		l.t.Fatalf("export: %v", err)
 	}
@@ -84,7 +84,7 @@ func (l *lake) dedupe() *dedupe.Result {
 	ctx, cancel := l.ctx()
 	defer cancel()
 	_, d := l.open(ctx)
-	res, err := dedupe.Run(ctx, d, dedupe.Options{Model: l.model})
+	res, err := dedupe.Run(ctx, d, d.ObjectURL, dedupe.Options{Model: l.model})
 	if err != nil {
 		l.t.Fatalf("dedupe: %v", err)
 	}

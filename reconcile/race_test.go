@@ -37,7 +37,7 @@ func TestRepairRaces(t *testing.T) {
 		ctx, cancel := l.ctx()
 		defer cancel()
 		src, d := l.open(ctx)
-		if _, err := export.Run(ctx, src, d, export.Options{Model: l.model, Source: l.spec, FullRefresh: true}); err != nil {
+		if _, err := export.Run(ctx, src, d, d.ObjectURL, export.Options{Model: l.model, Source: l.spec, FullRefresh: true}); err != nil {
 			t.Fatal(err)
 		}
 	}))

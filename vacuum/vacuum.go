@@ -37,6 +37,12 @@ type Options struct {
 	Progress *progress.Counter
 	// Failpoint is called at "vacuum-after-commit" and "vacuum-mid-delete".
 	Failpoint func(name string)
+	// BeforeDelete, when set, is called with the state that decided the
+	// deletions and the objects about to go (relative to the model's root),
+	// before the first is deleted: a table format published from the log
+	// drops what names them (package iceberg expires its snapshots). An
+	// error deletes nothing.
+	BeforeDelete func(ctx context.Context, st *manifest.State, doomed []string) error
 }
 
 // Result says what a vacuum did, or would do on a dry run.
@@ -123,6 +129,11 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 		}
 		res.Pruned = pruned
 		return res, nil
+	}
+	if opts.BeforeDelete != nil && len(doomed) > 0 {
+		if err := opts.BeforeDelete(ctx, st, doomed); err != nil {
+			return res, fmt.Errorf("before deleting from %s: %w", opts.Model, err)
+		}
 	}
 	opts.Progress.AddTotal(int64(len(doomed)))
 	for i, k := range doomed {

@@ -83,6 +83,9 @@ only the buckets that new rows touch.`,
 			opts.Progress, stop = env.showProgress(lake.model, countRows)
 			res, err := dedupe.Run(ctx, d, d.ObjectURL, opts)
 			stop()
+			if err == nil {
+				err = publishViews(ctx, env, d, lake.model, "")
+			}
 			if *metricsOut != "" {
 				fig := runFigures{model: lake.model, tenant: lake.instanceTenant(), failed: err != nil}
 				if err == nil && res.Commit != nil {

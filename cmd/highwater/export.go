@@ -79,6 +79,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 		dryRun      = fs.Bool("dry-run", false, "discover the schema, plan the interval and estimate its rows, print the plan, and write nothing anywhere")
+		tableFormat = fs.String("table-format", "", "publish the model as a table `format` too: iceberg (recorded in the log; docs/readers.md)")
 	)
 	fs.StringArrayVar(&ff.tenants, "tenant", nil, "tenant `value`; with --config, the tenants to run (repeat for several)")
 	ff.register(fs)
@@ -143,7 +144,10 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 			default:
 				return usageErr("--tenant takes one value without --config")
 			}
-			runs = append(runs, job{inst: fleet.Instance{Model: name}, opts: o})
+			runs = append(runs, job{inst: fleet.Instance{Model: name}, opts: o, tableFormat: *tableFormat})
+		}
+		if err := checkTableFormat(*tableFormat); err != nil {
+			return err
 		}
 		if sourceURL == "" {
 			sourceURL = env.getenv("HIGHWATER_SOURCE")
@@ -167,6 +171,9 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 			}
 			if set["full-refresh"] {
 				o.FullRefresh = *fullRefresh
+			}
+			if set["table-format"] {
+				runs[i].tableFormat = *tableFormat
 			}
 			o.WindowStart, o.WindowEnd = *winStart, *winEnd
 			if set["page-rows"] {

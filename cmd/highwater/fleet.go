@@ -28,6 +28,8 @@ type job struct {
 	inst         fleet.Instance
 	opts         export.Options
 	tenantsQuery string
+	// tableFormat is a table format to publish the model in too.
+	tableFormat string
 }
 
 // fleetFlags select and schedule the instances of a config's models: the
@@ -96,6 +98,7 @@ func selectModels(cfg *config.File, names []string) ([]job, error) {
 		if err != nil {
 			return nil, usageErr("%v", err)
 		}
+		first := len(jobs)
 		switch {
 		case m.TenantsQuery != "":
 			// Checked as if for the empty tenant until the query names
@@ -108,6 +111,9 @@ func selectModels(cfg *config.File, names []string) ([]job, error) {
 			}
 		default:
 			jobs = append(jobs, job{inst: fleet.Instance{Model: m.Name}, opts: o})
+		}
+		for i := first; i < len(jobs); i++ {
+			jobs[i].tableFormat = cfg.Defaults.Merge(m.Tuning).TableFormat
 		}
 	}
 	return jobs, nil
@@ -182,7 +188,9 @@ func resolveTenants(ctx context.Context, env *environment, src *pgsource.Source,
 		}
 		env.logger.Debug("tenants_query", "model", j.inst.Model, "tenants", len(tenants))
 		for _, t := range tenants {
-			out = append(out, tenantJob(j.opts, t))
+			tj := tenantJob(j.opts, t)
+			tj.tableFormat = j.tableFormat
+			out = append(out, tj)
 		}
 	}
 	return out, nil
@@ -296,6 +304,9 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		}
 		res, err := export.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
+		if err == nil {
+			err = publishViews(ctx, env, d, o.Model, j.tableFormat)
+		}
 		d.Close()
 		fig := runFigures{model: o.Model, tenant: j.inst.Tenant, failed: err != nil}
 		if err == nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -41,9 +42,14 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			}
 			defer d.Close()
 			pr, stop := env.showProgress(lake.model, countObjects)
+			now := time.Now()
 			res, err := vacuum.Run(ctx, d, vacuum.Options{Model: lake.model, OlderThan: *olderThan, DryRun: *dryRun,
-				Logger: env.logger, Failpoint: env.failpoint(), Progress: pr})
+				Logger: env.logger, Failpoint: env.failpoint(), Progress: pr, Now: func() time.Time { return now },
+				BeforeDelete: expireViews(env, d, lake.model, now.Add(-*olderThan))})
 			stop()
+			if err == nil && !*dryRun {
+				err = publishViews(ctx, env, d, lake.model, "")
+			}
 			if err != nil {
 				return err
 			}

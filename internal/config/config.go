@@ -68,6 +68,8 @@ type Tuning struct {
 	PageRows       int    `yaml:"page_rows"`
 	TimeZone       string `yaml:"time_zone"`
 	Compression    string `yaml:"compression"`
+	// TableFormat publishes the model in a table format too: "iceberg".
+	TableFormat string `yaml:"table_format"`
 }
 
 // Columns is a list of column names; one name may be written without
@@ -353,6 +355,9 @@ func (f *File) Validate() error {
 		if _, err := ParseSize(t.RowGroupSize); err != nil {
 			return fmt.Errorf("config: model %q: row_group_size: %w", m.Name, err)
 		}
+		if t.TableFormat != "" && t.TableFormat != "iceberg" {
+			return fmt.Errorf("config: model %q: table_format %q: the one table format is iceberg", m.Name, t.TableFormat)
+		}
 		if t.PageRows < 0 {
 			return fmt.Errorf("config: model %q: page_rows %d: a page needs at least one row", m.Name, t.PageRows)
 		}
@@ -417,6 +422,9 @@ func (t Tuning) Merge(o Tuning) Tuning {
 	}
 	if o.Compression != "" {
 		t.Compression = o.Compression
+	}
+	if o.TableFormat != "" {
+		t.TableFormat = o.TableFormat
 	}
 	return t
 }
