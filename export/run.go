@@ -91,6 +91,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.id = manifest.Identity{
 		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
 		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, ModifiedAtKind: t.ModKind.String(), TenantColumn: t.TenantColumn, Tenant: t.Tenant,
+		SoftDelete: t.SoftDelete, DeleteLog: r.opts.DeleteLog,
 	}
 	if t.ModKind != watermark.Timestamptz {
 		r.id.TimeZone = tz
@@ -165,6 +166,8 @@ func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 		return false, nil
 	case old.SameModel(r.id) && r.opts.FullRefresh:
 		return true, nil
+	case deletesChanged(old, r.id):
+		return false, fmt.Errorf("%w: %s/%s holds the state of %s: %s", ErrIdentity, r.dest, r.opts.Model, d, deletesChangedFix)
 	case old.SameModel(r.id):
 		return false, fmt.Errorf("%w: %s/%s holds the state of %s: the source was restored into another cluster, or the table dropped and recreated or restored from a dump, so rows below the watermark would be skipped: rerun with --full-refresh to export it anew",
 			ErrIdentity, r.dest, r.opts.Model, d)
@@ -477,7 +480,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 				if n := len(b.rows); n < cap(b.rows) {
 					pr = b.rows[:n+1][n]
 				}
-				pr, err := r.mapping.AppendRow(pr, row.Values, p.HWVersion, false)
+				pr, err := r.mapping.AppendRow(pr, row.Values, p.HWVersion, row.Deleted)
 				if err != nil {
 					return fmt.Errorf("convert row: %w", err)
 				}
@@ -493,6 +496,9 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 				}
 				m := &b.metrics
 				m.RowsTransferred++
+				if row.Deleted {
+					m.DeletesTransferred++
+				}
 				if row.ModNull {
 					m.RowsNullModifiedAt++
 				} else {
