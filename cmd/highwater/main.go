@@ -153,7 +153,7 @@ file, the interval it covers and the last key it holds.`,
 	pf.BoolVarP(&logs.verbose, "verbose", "v", false, "log at debug level")
 
 	root.AddCommand(cmdExport(env), cmdStatus(env), cmdFiles(env), cmdDedupe(env), cmdVacuum(env), cmdVerify(env),
-		cmdDDL(env), cmdConfig(env), cmdVersion(env))
+		cmdDDL(env), cmdConfig(env), cmdDeletes(env), cmdVersion(env))
 	root.SetFlagErrorFunc(flagError)
 	var finish func(c *cobra.Command)
 	finish = func(c *cobra.Command) {
