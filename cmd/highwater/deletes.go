@@ -117,8 +117,8 @@ its config drops delete_log and it runs a --full-refresh.`,
 
 func cmdDeletesStatus(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show the tables with a delete log, its size, oldest entry and pruning horizon",
+		Use:     "status",
+		Short:   "Show the tables with a delete log, its size, oldest entry and pruning horizon",
 		Example: `  highwater deletes status --source postgres://admin@db/app`,
 	}
 	fs := cmd.Flags()

@@ -143,7 +143,9 @@ func (d *DeleteLog) Check(ctx context.Context, from, since *string) error {
 	return nil
 }
 
-func instant(t time.Time) string { return watermark.Format(watermark.Timestamptz, watermark.FromTime(watermark.Timestamptz, t)) }
+func instant(t time.Time) string {
+	return watermark.Format(watermark.Timestamptz, watermark.FromTime(watermark.Timestamptz, t))
+}
 
 // Tombstone is one delete log entry, as a row of the table's columns: the
 // key, the tenant and the modified-at (the delete time) set, every other
