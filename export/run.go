@@ -43,6 +43,8 @@ type runner struct {
 	attempt string
 	logger  *slog.Logger
 
+	deleteLog *pgsource.DeleteLog // the model's, with DeleteLog set
+
 	warnMu sync.Mutex // the reader goroutine warns too
 	warn   []string
 }
@@ -122,9 +124,15 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	r.opts.Failpoint("after-plan")
+	if err := r.checkDeleteLog(ctx); err != nil {
+		return nil, err
+	}
 	r.startProgress(ctx)
 	metrics, files, err := r.extract(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if metrics, files, err = r.tombstones(ctx, metrics, files); err != nil {
 		return nil, err
 	}
 	c, st, err := r.commit(ctx, metrics, files)

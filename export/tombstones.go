@@ -1,6 +1,15 @@
 package export
 
-import "github.com/highwater-dev/highwater/manifest"
+import (
+	"cmp"
+	"context"
+	"fmt"
+
+	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/manifest"
+	"github.com/highwater-dev/highwater/watermark"
+	"github.com/parquet-go/parquet-go"
+)
 
 // deletesChangedFix says what to do when a model's tombstones would come
 // from elsewhere than its committed files' did.
@@ -14,4 +23,154 @@ func deletesChanged(old, id manifest.Identity) bool {
 	}
 	old.SoftDelete, old.DeleteLog = id.SoftDelete, id.DeleteLog
 	return old.Diff(id) == ""
+}
+
+// readsDeleteLog says whether this run reads the delete log: an
+// incremental export does. A first run and a full refresh read every live
+// row and leave nothing earlier to delete; a backfill re-reads rows only.
+func (r *runner) readsDeleteLog() bool {
+	p := r.plan
+	return r.opts.DeleteLog && p.Kind == manifest.KindExport && p.Interval.From != nil
+}
+
+// checkDeleteLog opens the model's delete log, which must be installed
+// with the model's key and tenant columns, and stops a run whose deletes
+// it may have lost (pgsource.DeleteLog.Check), before anything is read.
+func (r *runner) checkDeleteLog(ctx context.Context) error {
+	if !r.opts.DeleteLog {
+		return nil
+	}
+	dl, err := r.src.OpenDeleteLog(ctx, r.table, cmp.Or(r.id.TimeZone, r.src.TimeZone))
+	if err != nil {
+		return err
+	}
+	dl.PageRows = r.opts.PageRows
+	r.deleteLog = dl
+	if !r.readsDeleteLog() {
+		return nil
+	}
+	return dl.Check(ctx, r.plan.Interval.From, r.plan.PrevWatermark)
+}
+
+// tombstones writes the delete log's entries of the run's interval as
+// tombstones, after the rows, in files of their own with a checkpoint
+// each, so that they are committed with the rows. A tombstone holds the
+// key, the tenant and the delete time as its modified-at; the other
+// columns are NULL.
+//
+// Each file records the log position it ends at (File.DeletesLast): a
+// resumed attempt continues after the newest one, and its row phase,
+// restarting after the rows' last cursor, which the tombstone files carry
+// as their Last, finds nothing more to read. The log is checked again
+// after it is read: a prune that committed between two pages is seen,
+// since it records its horizon in the transaction that deletes.
+func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files []manifest.File) (manifest.Metrics, []manifest.File, error) {
+	if !r.readsDeleteLog() {
+		return metrics, files, nil
+	}
+	p, dl := r.plan, r.deleteLog
+	var after, rowsLast *manifest.Cursor
+	if n := len(files); n > 0 {
+		rowsLast = files[n-1].Last
+	}
+	for i := len(files) - 1; i >= 0 && after == nil; i-- {
+		after = files[i].DeletesLast
+	}
+	if after != nil {
+		r.logger.Info("resuming the delete log after the last checkpoint", "deleted_at", deref(after.ModifiedAt))
+	}
+	failpoint := r.opts.Failpoint
+	r.opts.Failpoint = func(name string) {
+		failpoint(name)
+		if name == "after-upload" || name == "after-checkpoint" {
+			failpoint("tombstone-" + name)
+		}
+	}
+	defer func() { r.opts.Failpoint = failpoint }()
+
+	ctx, cancel := context.WithCancel(ctx)
+	batches := make(chan *batch, 4)
+	free := make(chan *batch, 6)
+	for range cap(free) {
+		free <- &batch{}
+	}
+	readErr := make(chan error, 1)
+	readDone := make(chan struct{})
+	defer func() {
+		cancel()
+		for range batches {
+		}
+		<-readDone
+	}()
+	const batchRows = 1024
+	exprs := r.mapping.SelectExprs(r.table.Quoted())
+	go func() {
+		defer close(readDone)
+		defer close(batches)
+		var b *batch
+		send := func() error {
+			select {
+			case batches <- b:
+				b = nil
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		pages := dl.Pages
+		err := dl.Scan(ctx, exprs, p.Interval, after, func(tb *pgsource.Tombstone) error {
+			if dl.Pages != pages {
+				pages = dl.Pages
+				r.opts.Failpoint("after-tombstone-page")
+			}
+			if b == nil {
+				select {
+				case b = <-free:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				b.rows, b.raw, b.minMod, b.maxMod = b.rows[:0], 0, nil, nil
+				b.first, b.last, b.metrics = rowsLast, rowsLast, manifest.Metrics{}
+			}
+			var pr parquet.Row
+			if n := len(b.rows); n < cap(b.rows) {
+				pr = b.rows[:n+1][n]
+			}
+			pr, err := r.mapping.AppendRow(pr, tb.Values, p.HWVersion, true)
+			if err != nil {
+				return fmt.Errorf("convert tombstone: %w", err)
+			}
+			b.rows = append(b.rows, pr)
+			for _, v := range tb.Values {
+				b.raw += int64(len(v)) + 4
+			}
+			// Entries come in delete time order, which the modified-at
+			// they carry keeps.
+			m := watermark.Format(r.table.ModKind, tb.Mod)
+			if b.minMod == nil {
+				b.minMod = &m
+			}
+			b.maxMod = &m
+			b.deletesLast = tb.Cursor
+			b.metrics.DeletesTransferred++
+			if len(b.rows) == batchRows {
+				return send()
+			}
+			return nil
+		})
+		if err == nil && b != nil && len(b.rows) > 0 {
+			err = send()
+		}
+		readErr <- err
+	}()
+	files, metrics, err := r.writeFiles(ctx, batches, free, readErr, files, metrics)
+	if err != nil {
+		return metrics, nil, err
+	}
+	metrics.Pages += dl.Pages
+	if err := dl.Check(ctx, p.Interval.From, p.PrevWatermark); err != nil {
+		return metrics, nil, err
+	}
+	r.logger.Info("delete log read", "tombstones", metrics.DeletesTransferred, "pages", dl.Pages)
+	return metrics, files, nil
 }

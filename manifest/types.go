@@ -240,6 +240,10 @@ type File struct {
 	MinModifiedAt *string `json:"min_modified_at,omitempty"`
 	MaxModifiedAt *string `json:"max_modified_at,omitempty"`
 	SchemaID      string  `json:"schema_id"`
+	// DeletesLast, in a file of delete log tombstones, is the log position
+	// (deleted_at, entry id) of its last one: an attempt resumed after it
+	// continues the log there.
+	DeletesLast *Cursor `json:"deletes_last,omitempty"`
 	// Bucket is the dedupe layout's partition of the file, when it has one.
 	Bucket *int `json:"bucket,omitempty"`
 }

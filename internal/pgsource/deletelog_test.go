@@ -24,7 +24,7 @@ const awkwardKeys = `CREATE TABLE awk (
 func TestDeleteLogInstallIsIdempotentAndLossless(t *testing.T) {
 	src, db := open(t, awkwardKeys,
 		`INSERT INTO awk (n, f, ts, d, iv, b, t, u, big) VALUES
-			(1.10, 0.1, '2026-03-01 12:00:00.123456+02', '0044-03-15 BC', '1 mon 2 days 3 h 4.5 s', '\x00ff', 'a,b"c} ', gen_random_uuid(), 9007199254740993),
+			(1.10, 1.0 / 3, '2026-03-01 12:00:00.123456+02', '0044-03-15 BC', '1 mon 2 days 3 h 4.5 s', '\x00ff', 'a,b"c} ', gen_random_uuid(), 9007199254740993),
 			(-0.000000001, 1e300, 'infinity', 'infinity', '-1 year', '', '', gen_random_uuid(), -9223372036854775808),
 			(123456789012345678901234567890.123456789, 'NaN', '-infinity', '2026-01-01', '0', '\x5c', e'\n\t', gen_random_uuid(), 0)`,
 		`CREATE TABLE snapshot AS SELECT n, f, ts, d, iv, b, t, u, big FROM awk`)
@@ -41,7 +41,7 @@ func TestDeleteLogInstallIsIdempotentAndLossless(t *testing.T) {
 	}
 	// The deleting session's own settings must not change the text forms.
 	conn := connect(t, db)
-	if _, err := conn.Exec(ctx, `SET DateStyle = 'SQL, DMY'; SET TimeZone = 'Asia/Kathmandu'; SET IntervalStyle = 'sql_standard'; SET extra_float_digits = -15; SET bytea_output = 'escape'; DELETE FROM awk`); err != nil {
+	if _, err := conn.Exec(ctx, `SET DateStyle = 'SQL, DMY'; SET TimeZone = 'Asia/Kathmandu'; SET IntervalStyle = 'sql_standard'; SET extra_float_digits = -15; SET bytea_output = 'escape'; DELETE FROM awk; RESET ALL`); err != nil {
 		t.Fatal(err)
 	}
 	// Each entry cast back by the column's type equals a deleted key.
