@@ -200,7 +200,10 @@ type (
 
 // Metrics are counted by every export.
 type Metrics struct {
-	RowsTransferred      int64 `json:"rows_transferred"`
+	RowsTransferred int64 `json:"rows_transferred"`
+	// DeletesTransferred counts the tombstones written: rows a soft-delete
+	// column marks deleted (also counted as rows) and delete log entries.
+	DeletesTransferred   int64 `json:"deletes_transferred"`
 	DeltaRowsTransferred int64 `json:"delta_rows_transferred"`
 	RowsInLookback       int64 `json:"rows_in_lookback"`
 	RowsBeyondTo         int64 `json:"rows_beyond_to"`
@@ -208,9 +211,6 @@ type Metrics struct {
 	Files                int64 `json:"files"`
 	Bytes                int64 `json:"bytes"`
 	Pages                int64 `json:"pages"`
-	// DeletesTransferred counts the tombstones written: rows a soft-delete
-	// column marks deleted (also counted as rows) and delete log entries.
-	DeletesTransferred int64 `json:"deletes_transferred"`
 }
 
 // Add accumulates the per-file counters of m2 into m.
