@@ -26,6 +26,19 @@ func (l *lake) installDeleteLog(spec pgsource.InstallSpec) {
 	}
 }
 
+func (l *lake) uninstallDeleteLog() {
+	l.t.Helper()
+	ctx := context.Background()
+	src, err := pgsource.Connect(ctx, l.db)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer src.Close(ctx)
+	if _, err := src.UninstallDeleteLog(ctx, "public.items"); err != nil {
+		l.t.Fatalf("uninstall the delete log: %v", err)
+	}
+}
+
 func (l *lake) pruneDeleteLog() {
 	l.t.Helper()
 	ctx := context.Background()
@@ -185,6 +198,7 @@ func TestDeleteLogRetention(t *testing.T) {
 		line      *regexp.Regexp
 	}{
 		{"prune", "", regexp.MustCompile(`^the delete log of public\.items was pruned up to [0-9-]+ [0-9:.]+\+00, past this run's lower bound [0-9-]+ [0-9:.]+\+00; run --full-refresh to rebuild the baseline$`)},
+		{"reinstall", "", regexp.MustCompile(`^the delete log of public\.items was installed at [0-9-]+ [0-9:.]+\+00, after the watermark [0-9-]+ [0-9:.]+\+00, so deletes before it were not recorded; run --full-refresh to rebuild the baseline$`)},
 		{"truncate", "TRUNCATE items", regexp.MustCompile(`^the delete log of public\.items records a TRUNCATE at [0-9-]+ [0-9:.]+\+00, after the watermark [0-9-]+ [0-9:.]+\+00, which left no entry per row; run --full-refresh to rebuild the baseline$`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -193,10 +207,16 @@ func TestDeleteLogRetention(t *testing.T) {
 			opts := l.deleteLogOptions()
 			l.mustExport(opts)
 			l.exec(`DELETE FROM items WHERE id <= 10`)
-			if tc.sql != "" {
+			switch tc.name {
+			case "truncate":
 				l.exec(tc.sql, `INSERT INTO items SELECT g, now(), 'new' || g, g FROM generate_series(100, 104) g`)
-			} else {
+			case "prune":
 				l.pruneDeleteLog()
+			case "reinstall":
+				// Deletes while the log was off are recorded nowhere.
+				l.uninstallDeleteLog()
+				l.exec(`DELETE FROM items WHERE id = 15`, `INSERT INTO items SELECT g, now(), 'new' || g, g FROM generate_series(100, 104) g`)
+				l.installDeleteLog(pgsource.InstallSpec{Table: "public.items"})
 			}
 			seq := l.state().Seq
 			for range 2 {
@@ -211,9 +231,13 @@ func TestDeleteLogRetention(t *testing.T) {
 			full := opts
 			full.FullRefresh = true
 			l.mustExport(full)
-			l.exec(`DELETE FROM items WHERE id IN (20, 21, 101, 102)`) // two of them exist in either case
-			if got := l.mustExport(opts).Commit.Metrics.DeletesTransferred; got != 2 {
-				t.Fatalf("the run after the full refresh wrote %d tombstones, want 2", got)
+			l.exec(`DELETE FROM items WHERE id IN (20, 21, 101, 102)`) // two of them exist in each case
+			want := int64(2)
+			if tc.name == "reinstall" {
+				want = 4
+			}
+			if got := l.mustExport(opts).Commit.Metrics.DeletesTransferred; got != want {
+				t.Fatalf("the run after the full refresh wrote %d tombstones, want %d", got, want)
 			}
 			l.dedupe()
 			if got, want := l.liveRows(), l.sourceRows("true"); !slices.Equal(got, want) {

@@ -135,8 +135,9 @@ func (s *Source) resolveTable(ctx context.Context, table string) (relid uint32, 
 }
 
 // InstallDeleteLog creates, idempotently, the log and the triggers that
-// fill it for one table. Installing again replaces the triggers, e.g. with
-// another key; the table's entries and horizon stay.
+// fill it for one table. Installing again replaces the triggers; the
+// table's entries and horizon stay, unless the key or tenant column
+// changed: then the log restarts.
 func (s *Source) InstallDeleteLog(ctx context.Context, spec InstallSpec) (*DeleteLogTable, error) {
 	relid, relation, err := s.resolveTable(ctx, spec.Table)
 	if err != nil {
@@ -231,9 +232,20 @@ END $f$`, fn, set.String(), relid, strings.Join(keyText, ", "), tenant),
 		if spec.TenantColumn != "" {
 			tc = &spec.TenantColumn
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO highwater.delete_log_tables (relid, relation, key_columns, tenant_column) VALUES ($1, $2, $3, $4)
-			ON CONFLICT (relid) DO UPDATE SET relation = excluded.relation, key_columns = excluded.key_columns, tenant_column = excluded.tenant_column`,
-			relid, relation, key, tc)
+		// Entries recorded under another key or tenant column cannot be read
+		// under the new one: they go, and the log restarts now, which a run
+		// whose watermark is older sees as a gap (DeleteLog.Check).
+		tag, err := tx.Exec(ctx, `UPDATE highwater.delete_log_tables SET relation = $2, key_columns = $3, tenant_column = $4, installed_at = clock_timestamp()
+			WHERE relid = $1 AND (key_columns IS DISTINCT FROM $3 OR tenant_column IS DISTINCT FROM $4)`, relid, relation, key, tc)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() > 0 {
+			_, err = tx.Exec(ctx, "DELETE FROM highwater.delete_log WHERE relid = $1", relid)
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO highwater.delete_log_tables (relid, relation, key_columns, tenant_column) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (relid) DO UPDATE SET relation = excluded.relation`, relid, relation, key, tc)
 		return err
 	})
 	if err != nil {

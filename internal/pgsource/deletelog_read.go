@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/watermark"
+	"github.com/jackc/pgx/v5"
 )
 
 // DeleteLog reads one model's entries of the delete log.
@@ -119,20 +120,34 @@ func (e *GapError) Is(target error) bool { return target == ErrDeleteLogGap }
 func (d *DeleteLog) Check(ctx context.Context, from, since *string) error {
 	var b sqlBuilder
 	rel := b.arg(d.t.RelOID)
-	past, trunc := "false", "NULL::timestamptz"
+	past, trunc, late := "false", "NULL::timestamptz", "false"
 	if from != nil {
 		past = fmt.Sprintf("r.pruned_to > %s", d.asInstant(&b, *from))
 	}
 	if since != nil {
-		trunc = fmt.Sprintf("(SELECT min(l.deleted_at) FROM highwater.delete_log l WHERE l.relid = r.relid AND l.is_truncate AND l.deleted_at >= %s)", d.asInstant(&b, *since))
+		at := d.asInstant(&b, *since)
+		trunc = fmt.Sprintf("(SELECT min(l.deleted_at) FROM highwater.delete_log l WHERE l.relid = r.relid AND l.is_truncate AND l.deleted_at >= %s)", at)
+		late = fmt.Sprintf("r.installed_at > %s", at)
 	}
-	sql := fmt.Sprintf("SELECT r.pruned_to, coalesce(%s, false), %s FROM highwater.delete_log_tables r WHERE r.relid = $%d", past, trunc, rel)
+	sql := fmt.Sprintf("SELECT r.pruned_to, coalesce(%s, false), %s, r.installed_at, %s FROM highwater.delete_log_tables r WHERE r.relid = $%d", past, trunc, late, rel)
 	var prunedTo, truncAt *time.Time
-	var pruned bool
-	if err := d.src.conn.QueryRow(ctx, sql, b.args...).Scan(&prunedTo, &pruned, &truncAt); err != nil {
+	var installed time.Time
+	var pruned, installedLate bool
+	err := d.src.conn.QueryRow(ctx, sql, b.args...).Scan(&prunedTo, &pruned, &truncAt, &installed, &installedLate)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("%w: the delete log of %s was uninstalled during the run", ErrNoDeleteLog, d.t.Relation)
+	}
+	if err != nil {
 		return d.src.deleteLogErr("read the delete log of "+d.t.Relation, err)
 	}
 	switch {
+	case installedLate:
+		// Reinstalled (after an uninstall, or with another key) since the
+		// watermark: what was deleted in between was recorded nowhere. A
+		// full refresh planned after the install leaves its watermark
+		// after it, so the runs that follow it pass.
+		return &GapError{fmt.Sprintf("the delete log of %s was installed at %s, after the watermark %s, so deletes before it were not recorded; run --full-refresh to rebuild the baseline",
+			d.t.Relation, instant(installed), *since)}
 	case pruned:
 		return &GapError{fmt.Sprintf("the delete log of %s was pruned up to %s, past this run's lower bound %s; run --full-refresh to rebuild the baseline",
 			d.t.Relation, instant(*prunedTo), *from)}

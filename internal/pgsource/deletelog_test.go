@@ -191,3 +191,25 @@ func TestDeleteLogScanConvertsTheDeleteTime(t *testing.T) {
 		})
 	}
 }
+
+// TestDeleteLogReinstallWithAnotherKey: entries recorded under one key
+// cannot be read under another, so a reinstall that changes the key drops
+// them and restarts the log; one that changes nothing keeps them.
+func TestDeleteLogReinstallWithAnotherKey(t *testing.T) {
+	src, db := open(t, `CREATE TABLE items (a int, b text, updated_at timestamptz, PRIMARY KEY (a, b))`,
+		`INSERT INTO items SELECT g, 'x' || g, now() FROM generate_series(1, 5) g`)
+	ctx := t.Context()
+	first, err := src.InstallDeleteLog(ctx, pgsource.InstallSpec{Table: "items"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pgtest.Exec(t, db, `DELETE FROM items WHERE a <= 2`)
+	same, err := src.InstallDeleteLog(ctx, pgsource.InstallSpec{Table: "items", PrimaryKey: []string{"a", "b"}})
+	if err != nil || same.Entries != 2 || !same.InstalledAt.Equal(first.InstalledAt) {
+		t.Fatalf("an unchanged reinstall: %+v, %v", same, err)
+	}
+	other, err := src.InstallDeleteLog(ctx, pgsource.InstallSpec{Table: "items", PrimaryKey: []string{"b", "a"}})
+	if err != nil || other.Entries != 0 || !other.InstalledAt.After(first.InstalledAt) || !slices.Equal(other.KeyColumns, []string{"b", "a"}) {
+		t.Fatalf("a reinstall with another key order: %+v, %v", other, err)
+	}
+}
