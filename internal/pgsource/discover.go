@@ -50,7 +50,7 @@ type Table struct {
 	modIdx    int
 	keyIdx    []int
 	tenantIdx int
-	softIdx   int
+	softIdx   int // meaningful when SoftDelete is set
 	// Warnings found at discovery (e.g. no index on (modified_at, pk)).
 	Warnings []string
 }

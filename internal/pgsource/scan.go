@@ -154,7 +154,7 @@ func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
 		copies++
 	}
 	sc.ncopies = copies
-	if t.softIdx >= 0 {
+	if t.SoftDelete != "" {
 		sc.exprs = append(sc.exprs, t.softDeletedExpr())
 	}
 	return sc
@@ -359,7 +359,7 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 			n++
 			raw := rows.RawValues()
 			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:2+sc.ncols+sc.ncopies]
-			if sc.t.softIdx >= 0 {
+			if sc.t.SoftDelete != "" {
 				d := raw[len(raw)-1]
 				row.Deleted = len(d) == 1 && d[0] != 0
 			}
