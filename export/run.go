@@ -44,6 +44,7 @@ type runner struct {
 	logger  *slog.Logger
 
 	deleteLog *pgsource.DeleteLog // the model's, with DeleteLog set
+	sinceAt   *time.Time          // see watermarkInstant
 
 	warnMu sync.Mutex // the reader goroutine warns too
 	warn   []string

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
@@ -49,7 +50,37 @@ func (r *runner) checkDeleteLog(ctx context.Context) error {
 	if !r.readsDeleteLog() {
 		return nil
 	}
-	return dl.Check(ctx, r.plan.Interval.From, r.plan.PrevWatermark)
+	if r.sinceAt, err = r.watermarkInstant(ctx); err != nil {
+		return err
+	}
+	return dl.Check(ctx, r.plan.Interval.From, r.plan.PrevWatermark, r.sinceAt)
+}
+
+// watermarkInstant is, for a date modified-at column, the source's clock
+// when the run that set the watermark was planned: the watermark is that
+// run's day, read again by the next run, and its midnight lies before
+// whatever that run already saw (a TRUNCATE, the log's install). Other
+// kinds' watermarks are their instants (nil: the watermark itself). An
+// unreadable plan leaves the watermark's midnight, which is stricter.
+func (r *runner) watermarkInstant(ctx context.Context) (*time.Time, error) {
+	if r.table.ModKind != watermark.Date || r.plan.PrevWatermark == nil {
+		return nil, nil
+	}
+	st, err := r.log.ReadState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+	}
+	c, err := r.log.ReadCommit(ctx, st.LastWatermarkSeq)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %d of %s: %w", st.LastWatermarkSeq, r.opts.Model, err)
+	}
+	p, err := r.log.ReadPlan(ctx, c.RunID)
+	if err != nil || p.HWVersion == 0 {
+		r.logger.Info("the plan of the run that set the watermark is gone: the delete log is checked from the watermark's midnight", "run", c.RunID)
+		return nil, nil
+	}
+	at := time.UnixMicro(p.HWVersion)
+	return &at, nil
 }
 
 // tombstones writes the delete log's entries of the run's interval as
@@ -168,7 +199,7 @@ func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files
 		return metrics, nil, err
 	}
 	metrics.Pages += dl.Pages
-	if err := dl.Check(ctx, p.Interval.From, p.PrevWatermark); err != nil {
+	if err := dl.Check(ctx, p.Interval.From, p.PrevWatermark, r.sinceAt); err != nil {
 		return metrics, nil, err
 	}
 	r.logger.Info("delete log read", "tombstones", metrics.DeletesTransferred, "pages", dl.Pages)

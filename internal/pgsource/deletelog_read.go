@@ -115,9 +115,11 @@ func (e *GapError) Is(target error) bool { return target == ErrDeleteLogGap }
 
 // Check stops a run whose deletes the log may have lost: when it was
 // pruned past from (a literal of the modified-at type), or records a
-// TRUNCATE of the table at or after since (the committed watermark),
+// TRUNCATE of the table at or after since (the committed watermark, or
+// sinceAt, when set, the instant it stands for: a date watermark is a day
+// that is read again, whose midnight lies before the run that set it),
 // whose rows left no entries. Either is nil when the run has none.
-func (d *DeleteLog) Check(ctx context.Context, from, since *string) error {
+func (d *DeleteLog) Check(ctx context.Context, from, since *string, sinceAt *time.Time) error {
 	var b sqlBuilder
 	rel := b.arg(d.t.RelOID)
 	past, trunc, late := "false", "NULL::timestamptz", "false"
@@ -125,7 +127,12 @@ func (d *DeleteLog) Check(ctx context.Context, from, since *string) error {
 		past = fmt.Sprintf("r.pruned_to > %s", d.asInstant(&b, *from))
 	}
 	if since != nil {
-		at := d.asInstant(&b, *since)
+		at := ""
+		if sinceAt != nil {
+			at = fmt.Sprintf("$%d::timestamptz", b.arg(*sinceAt))
+		} else {
+			at = d.asInstant(&b, *since)
+		}
 		trunc = fmt.Sprintf("(SELECT min(l.deleted_at) FROM highwater.delete_log l WHERE l.relid = r.relid AND l.is_truncate AND l.deleted_at >= %s)", at)
 		late = fmt.Sprintf("r.installed_at > %s", at)
 	}
