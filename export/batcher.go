@@ -99,7 +99,7 @@ func (bt *batcher) add(ctx context.Context, row *pgsource.Row, deleted bool) (*b
 		return nil, fmt.Errorf("convert row: %w", err)
 	}
 	bt.measure(row)
-	bt.count(row)
+	bt.count(row, deleted)
 	bt.lastMod, bt.lastNull = row.Mod, row.ModNull
 	if b.rows.Len() < batchRows && b.raw < bt.maxBytes {
 		return nil, nil
@@ -113,22 +113,26 @@ func (bt *batcher) add(ctx context.Context, row *pgsource.Row, deleted bool) (*b
 
 // start takes a free batch for the rows from row on.
 func (bt *batcher) start(ctx context.Context, row *pgsource.Row) error {
-	var b *batch
-	select {
-	case b = <-bt.free:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	b.rows.Reset()
-	b.raw, b.first, b.last, b.minMod, b.maxMod = 0, nil, nil, nil, nil
-	b.metrics = manifest.Metrics{}
-	bt.b = b
-	first, err := row.Cursor()
+	b, err := bt.take(ctx)
 	if err != nil {
 		return err
 	}
-	b.first = first
-	return nil
+	bt.b = b
+	b.first, err = row.Cursor()
+	return err
+}
+
+// take waits for a free batch, or for ctx to end, and empties it.
+func (bt *batcher) take(ctx context.Context) (*batch, error) {
+	select {
+	case b := <-bt.free:
+		b.rows.Reset()
+		b.raw, b.first, b.last, b.minMod, b.maxMod, b.deletesLast = 0, nil, nil, nil, nil, nil
+		b.metrics = manifest.Metrics{}
+		return b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // measure adds the row's wire size to the batch's, and warns once of a
@@ -146,10 +150,13 @@ func (bt *batcher) measure(row *pgsource.Row) {
 }
 
 // count counts the row in the batch's metrics.
-func (bt *batcher) count(row *pgsource.Row) {
+func (bt *batcher) count(row *pgsource.Row, deleted bool) {
 	b := bt.b
 	m := &b.metrics
 	m.RowsTransferred++
+	if deleted {
+		m.DeletesTransferred++
+	}
 	if row.ModNull {
 		m.RowsNullModifiedAt++
 		return

@@ -35,9 +35,27 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	sc.Warn = func(msg string) { r.warnf("%s", msg) }
 	sc.AfterPage = func() { r.opts.Failpoint("after-page") }
 
+	read := func(ctx context.Context, out chan<- *batch) error { return r.read(ctx, sc, start, bt, out) }
+	if err := pipeline(ctx, w, read, bt.release); err != nil {
+		return w.metrics, nil, err
+	}
+	metrics := w.metrics
+	metrics.Pages += sc.Pages
+	if p := r.plan; p.Kind != manifest.KindFullRefresh && p.Kind != manifest.KindBackfill {
+		if err := r.countUnseen(ctx, sc, &metrics); err != nil {
+			return metrics, nil, err
+		}
+	}
+	return metrics, w.files, nil
+}
+
+// pipeline runs a read stage, which sends batches to out and closes it
+// once its read is complete, and the write stage w under one errgroup:
+// the first error cancels the other stage.
+func pipeline(ctx context.Context, w *fileWriter, read func(context.Context, chan<- *batch) error, release func(*batch)) error {
 	batches := make(chan *batch, batchesQueued)
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return r.read(gctx, sc, start, bt, batches) })
+	g.Go(func() error { return read(gctx, batches) })
 	// The write stage runs on this goroutine, where the failpoints of its
 	// uploads and checkpoints stop the run where it stands, as a killed
 	// process would (a test makes them panic). Its result joins the group
@@ -55,21 +73,11 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		}
 		g.Wait()
 	}()
-	written <- w.run(gctx, batches, bt.release)
+	written <- w.run(gctx, batches, release)
 	if err := g.Wait(); err != nil {
-		return w.metrics, nil, err
+		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return w.metrics, nil, err
-	}
-	metrics := w.metrics
-	metrics.Pages += sc.Pages
-	if p := r.plan; p.Kind != manifest.KindFullRefresh && p.Kind != manifest.KindBackfill {
-		if err := r.countUnseen(ctx, sc, &metrics); err != nil {
-			return metrics, nil, err
-		}
-	}
-	return metrics, w.files, nil
+	return ctx.Err()
 }
 
 // errWriteStopped ends the read when the write stage stopped without a
@@ -85,7 +93,7 @@ func (r *runner) newScanner() *pgsource.Scanner {
 // the write stage never takes a read cut short for its end.
 func (r *runner) read(ctx context.Context, sc *pgsource.Scanner, start *manifest.Cursor, bt *batcher, out chan<- *batch) error {
 	err := sc.Scan(ctx, r.plan.Interval, start, func(row *pgsource.Row) error {
-		b, err := bt.add(ctx, row, false)
+		b, err := bt.add(ctx, row, row.Deleted)
 		if err != nil || b == nil {
 			return err
 		}

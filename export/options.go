@@ -60,6 +60,9 @@ type Options struct {
 	// TimeZone interprets a naive timestamp or date modified-at column; the
 	// database's TimeZone when empty.
 	TimeZone string
+	// DeleteLog also reads the delete log that `highwater deletes install`
+	// put on the table, and writes its entries as tombstones.
+	DeleteLog bool
 
 	TargetFileBytes int64
 	RowGroupBytes   int64
@@ -122,6 +125,8 @@ func (o *Options) Validate() error {
 		return errors.New("no modified-at column")
 	case len(o.Source.PrimaryKey) == 0:
 		return errors.New("no primary key")
+	case o.DeleteLog && o.Source.Query != "":
+		return errors.New("--delete-log needs a table: a source_query has no delete log of its own (use a soft-delete column)")
 	}
 	return validModelName(o.Model)
 }

@@ -68,6 +68,7 @@ func (r *runner) discover(ctx context.Context) (tz string, err error) {
 	r.id = manifest.Identity{
 		SystemID: r.src.SystemID, Database: r.src.Database, Relation: t.Relation, RelationOID: t.RelOID, QueryHash: t.QueryHash,
 		PrimaryKey: t.PrimaryKey, ModifiedAt: t.ModifiedAt, ModifiedAtKind: t.ModKind.String(), TenantColumn: t.TenantColumn, Tenant: t.Tenant,
+		SoftDelete: t.SoftDelete, DeleteLog: r.opts.DeleteLog,
 	}
 	if t.ModKind != watermark.Timestamptz {
 		r.id.TimeZone = tz
@@ -101,6 +102,8 @@ func (r *runner) checkIdentity(st *manifest.State) (adopt bool, err error) {
 		return false, nil
 	case old.SameModel(r.id) && r.opts.FullRefresh:
 		return true, nil
+	case deletesChanged(old, r.id):
+		return false, fmt.Errorf("%w: %s holds the state of %s: %s", ErrIdentity, r.url(r.log.Key()), d, deletesChangedFix)
 	case old.SameModel(r.id):
 		return false, fmt.Errorf("%w: %s holds the state of %s: the source was restored into another cluster, or the table dropped and recreated or restored from a dump, so rows below the watermark would be skipped: rerun with --full-refresh to export it anew",
 			ErrIdentity, r.url(r.log.Key()), d)

@@ -40,6 +40,9 @@ type runner struct {
 	// dryRun stops the run once planned, with nothing written (DryRun).
 	dryRun bool
 
+	deleteLog *pgsource.DeleteLog // the model's, with DeleteLog set
+	sinceAt   *time.Time          // see watermarkInstant
+
 	warnMu sync.Mutex // the reader goroutine warns too
 	warn   []string
 }
@@ -79,9 +82,15 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		return &Result{Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
 	}
 	r.opts.Failpoint("after-plan")
+	if err := r.checkDeleteLog(ctx); err != nil {
+		return nil, err
+	}
 	r.startProgress(ctx)
 	metrics, files, err := r.extract(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if metrics, files, err = r.tombstones(ctx, metrics, files); err != nil {
 		return nil, err
 	}
 	c, st, err := r.commit(ctx, metrics, files)

@@ -36,6 +36,9 @@ func (p *partWriter) write(b *batch) error {
 		p.file.First = b.first
 	}
 	p.file.Last = b.last
+	if b.deletesLast != nil {
+		p.file.DeletesLast = b.deletesLast
+	}
 	p.file.Rows += int64(b.rows.Len())
 	p.file.MinModifiedAt, p.file.MaxModifiedAt = minMax(p.file.MinModifiedAt, p.file.MaxModifiedAt, b.minMod, b.maxMod)
 	if err := p.fw.WriteBatch(b.rows, b.raw); err != nil {
@@ -82,4 +85,6 @@ type batch struct {
 	// minMod and maxMod ignore NULLs, which sort first in a scan.
 	minMod, maxMod *string
 	metrics        manifest.Metrics
+	// deletesLast is the delete log position of a batch of tombstones.
+	deletesLast *manifest.Cursor
 }

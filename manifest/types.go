@@ -100,6 +100,12 @@ type Identity struct {
 	Tenant         *string `json:"tenant,omitempty"`
 	// TimeZone interprets a naive timestamp modified-at column.
 	TimeZone string `json:"time_zone,omitempty"`
+	// SoftDelete names the column whose rows are tombstones; DeleteLog
+	// says that runs read the delete log highwater installs. Turning either
+	// on or off changes which deletes the committed files hold, so only a
+	// full refresh may follow.
+	SoftDelete string `json:"soft_delete,omitempty"`
+	DeleteLog  bool   `json:"delete_log,omitempty"`
 }
 
 // Diff names the first field in which other differs, or "" when equal.
@@ -137,8 +143,26 @@ func (id Identity) Diff(other Identity) string {
 		return fmt.Sprintf("tenant %s, not %s", str(id.Tenant), str(other.Tenant))
 	case id.TimeZone != other.TimeZone:
 		return fmt.Sprintf("time zone %q, not %q", id.TimeZone, other.TimeZone)
+	case id.SoftDelete != other.SoftDelete:
+		return fmt.Sprintf("soft-delete column %s, not %s", quotedOrNone(id.SoftDelete), quotedOrNone(other.SoftDelete))
+	case id.DeleteLog != other.DeleteLog:
+		return fmt.Sprintf("delete log %s, not %s", onOff(id.DeleteLog), onOff(other.DeleteLog))
 	}
 	return ""
+}
+
+func quotedOrNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // SameModel reports whether other is the model of id, perhaps read from
@@ -154,6 +178,9 @@ func (id Identity) SameModel(other Identity) bool {
 		other.ModifiedAtKind, other.TimeZone = id.ModifiedAtKind, id.TimeZone
 	}
 	other.SystemID, other.RelationOID = id.SystemID, id.RelationOID
+	// A full refresh rewrites every tombstone, so it may also change where
+	// they come from.
+	other.SoftDelete, other.DeleteLog = id.SoftDelete, id.DeleteLog
 	return id.Diff(other) == ""
 }
 
@@ -181,7 +208,10 @@ type (
 
 // Metrics are counted by every export.
 type Metrics struct {
-	RowsTransferred      int64 `json:"rows_transferred"`
+	RowsTransferred int64 `json:"rows_transferred"`
+	// DeletesTransferred counts the tombstones written: rows a soft-delete
+	// column marks deleted (also counted as rows) and delete log entries.
+	DeletesTransferred   int64 `json:"deletes_transferred"`
 	DeltaRowsTransferred int64 `json:"delta_rows_transferred"`
 	RowsInLookback       int64 `json:"rows_in_lookback"`
 	RowsBeyondTo         int64 `json:"rows_beyond_to"`
@@ -201,6 +231,7 @@ func (m *Metrics) Add(m2 Metrics) {
 	m.Files += m2.Files
 	m.Bytes += m2.Bytes
 	m.Pages += m2.Pages
+	m.DeletesTransferred += m2.DeletesTransferred
 }
 
 // File is one committed data file.
@@ -217,6 +248,10 @@ type File struct {
 	MinModifiedAt *string `json:"min_modified_at,omitempty"`
 	MaxModifiedAt *string `json:"max_modified_at,omitempty"`
 	SchemaID      string  `json:"schema_id"`
+	// DeletesLast, in a file of delete log tombstones, is the log position
+	// (deleted_at, entry id) of its last one: an attempt resumed after it
+	// continues the log there.
+	DeletesLast *Cursor `json:"deletes_last,omitempty"`
 	// Bucket is the dedupe layout's partition of the file, when it has one.
 	Bucket *int `json:"bucket,omitempty"`
 }

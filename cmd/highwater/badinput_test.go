@@ -93,6 +93,9 @@ func TestBadInputCatalogue(t *testing.T) {
 		{name: "modified-at is a key column", args: append(base("--table", "items", "--model", "mk"), "--primary-key", "id,updated_at"), want: `"updated_at" cannot be both the modified-at column and part of the key`},
 		{name: "tenant without tenant column", args: base("--table", "items", "--model", "t1", "--tenant", "acme"), want: "a tenant value is set but no tenant column"},
 		{name: "tenant column without tenant", args: base("--table", "items", "--model", "t2", "--tenant-column", "name"), want: "a tenant column is set but no tenant value"},
+		{name: "soft-delete column missing", args: base("--table", "items", "--model", "sd", "--soft-delete", "deleted"), want: `soft-delete column "deleted" does not exist in public.items; columns are: id, updated_at, name`, code: 1},
+		{name: "delete log of a source_query", args: base("--model", "dq", "--source-query", "SELECT * FROM items", "--delete-log"), want: "--delete-log needs a table", code: 2},
+		{name: "soft delete with a config", args: []string{"export", "--config", dupModels, "--soft-delete", "name"}, env: srcEnv, want: "--soft-delete goes in the config file"},
 		// Flags and commands.
 		{name: "lookback not a duration", args: base("--table", "items", "--lookback", "5 parsecs"), want: `invalid argument "5 parsecs" for "--lookback" flag`, code: 2},
 		{name: "unknown flag", args: base("--table", "items", "--frobnicate"), want: "unknown flag: --frobnicate", code: 2},

@@ -68,6 +68,8 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 		dest        = fs.String("dest", "", "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix")
 		lookback    = fs.Duration("lookback", watermark.DefaultLookback, "re-read this much below the watermark")
 		tenantCol   = fs.String("tenant-column", "", "tenant `COL`umn")
+		softDelete  = fs.String("soft-delete", "", "`COL`umn that marks a row deleted (true, or not NULL): such rows are exported as tombstones")
+		deleteLog   = fs.Bool("delete-log", false, "also read the delete log installed by 'highwater deletes install' and export its entries as tombstones")
 		ff          fleetFlags
 		fullRefresh = fs.Bool("full-refresh", false, "read every row and replace every earlier file")
 		winStart    = fs.String("window-start", "", "backfill window start (inclusive), in the modified-at column's type")
@@ -94,7 +96,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 		var runs []job
 		sourceURL, destURL := *source, *dest
 		if *configPath != "" {
-			for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column"} {
+			for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column", "soft-delete", "delete-log"} {
 				if set[name] {
 					return usageErr("--%s goes in the config file, not with --config", name)
 				}
@@ -136,7 +138,8 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 				name = defaultModelName(*table)
 			}
 			o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
-			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol}
+			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol, SoftDelete: *softDelete}
+			o.DeleteLog = *deleteLog
 			switch len(ff.tenants) {
 			case 0:
 			case 1:
@@ -270,7 +273,8 @@ func optionsFromConfig(cfg *config.File, m config.Model) (export.Options, error)
 	o.TargetFileBytes, _ = config.ParseSize(t.TargetFileSize)
 	o.RowGroupBytes, _ = config.ParseSize(t.RowGroupSize)
 	o.Source = pgsource.Spec{Table: m.Table, Query: m.SourceQuery, PrimaryKey: m.PrimaryKey, ModifiedAt: m.ModifiedAt,
-		TenantColumn: m.TenantColumn, Tenant: m.Tenant}
+		TenantColumn: m.TenantColumn, Tenant: m.Tenant, SoftDelete: m.SoftDelete}
+	o.DeleteLog = m.DeleteLog
 	return o, nil
 }
 

@@ -154,7 +154,7 @@ file, the interval it covers and the last key it holds.`,
 	pf.BoolVarP(&logs.verbose, "verbose", "v", false, "log at debug level")
 
 	root.AddCommand(cmdExport(env), cmdStatus(env), cmdFiles(env), cmdDedupe(env), cmdVacuum(env), cmdVerify(env),
-		cmdDDL(env), cmdConfig(env), cmdIceberg(env), cmdVersion(env), cmdReconcile(env), cmdReset(env))
+		cmdDDL(env), cmdConfig(env), cmdDeletes(env), cmdIceberg(env), cmdVersion(env), cmdReconcile(env), cmdReset(env))
 	root.SetFlagErrorFunc(flagError)
 	var finish func(c *cobra.Command)
 	finish = func(c *cobra.Command) {

@@ -50,6 +50,8 @@ var metricFamilies = []metric{
 		}},
 	{"highwater_rows_transferred", "Rows read by the run (an export) or rewritten (a dedupe's input rows).",
 		metricOf(func(m *manifest.Metrics) int64 { return m.RowsTransferred })},
+	{"highwater_deletes_transferred", "Tombstones the run wrote: rows a soft-delete column marks deleted, and delete log entries.",
+		metricOf(func(m *manifest.Metrics) int64 { return m.DeletesTransferred })},
 	{"highwater_files_written", "Files the run wrote.", metricOf(func(m *manifest.Metrics) int64 { return m.Files })},
 	{"highwater_bytes_written", "Bytes of the files the run wrote.", metricOf(func(m *manifest.Metrics) int64 { return m.Bytes })},
 	{"highwater_run_duration_seconds", "The run's time, from its plan to its commit.",

@@ -57,7 +57,7 @@ func cmdStatus(env *environment) *cobra.Command {
 		Use:   "status",
 		Short: "Print the watermark history of models, a commit a line",
 		Long: `Status prints every commit of a model's log (of every model at the destination without --model): its
-sequence number, kind, the interval it read, the watermark, files and rows. --json prints one JSON
+sequence number, kind, the interval it read, the watermark, files, rows and tombstones (ROWS/DEL). --json prints one JSON
 object per commit per line (docs/cli.md describes its fields).`,
 		Example: `  highwater status --dest file:///data/lake
   highwater status --dest file:///data/lake --model orders --json | jq .watermark`,
@@ -233,14 +233,14 @@ func lastCommits(lines []statusLine, n int) []statusLine {
 func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if wide {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tSIZE\tWARNINGS")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tRUN\tFROM\tTO\tBOUND\tWATERMARK\tFILES\tROWS\tDELETES\tSIZE\tWARNINGS")
 	} else {
-		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS\tSIZE\tWARN")
+		fmt.Fprintln(tw, "MODEL\tSEQ\tCOMMITTED\tKIND\tWATERMARK\tFILES\tROWS/DEL\tSIZE\tWARN")
 	}
 	for i, l := range lines {
-		var rows, size int64
+		var rows, deletes, size int64
 		if l.Metrics != nil {
-			rows, size = l.Metrics.RowsTransferred, l.Metrics.Bytes
+			rows, deletes, size = l.Metrics.RowsTransferred, l.Metrics.DeletesTransferred, l.Metrics.Bytes
 		}
 		files := fmt.Sprintf("+%d", l.Added)
 		if l.Removed > 0 {
@@ -251,12 +251,15 @@ func printStatus(w io.Writer, lines []statusLine, wide bool) error {
 			model = ""
 		}
 		if wide {
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
-				deref(l.From), deref(l.To), boundOf(l), deref(l.Watermark), files, rows, size, len(l.Warnings))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", model, l.Seq, l.Committed, l.Kind, l.RunID,
+				deref(l.From), deref(l.To), boundOf(l), deref(l.Watermark), files, rows, deletes, size, len(l.Warnings))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
-			shortStamp(deref(l.Watermark)), files, humanize.SIWithDigits(float64(rows), 1, ""), humanize.IBytes(uint64(size)), len(l.Warnings))
+		// Rows and tombstones share a column, so that the table still fits
+		// 120 columns.
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%d\n", model, l.Seq, l.Committed, l.Kind,
+			shortStamp(deref(l.Watermark)), files, strings.TrimSpace(humanize.SIWithDigits(float64(rows), 1, "")), strings.TrimSpace(humanize.SIWithDigits(float64(deletes), 1, "")),
+			humanize.IBytes(uint64(size)), len(l.Warnings))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

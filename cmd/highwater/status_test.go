@@ -46,3 +46,34 @@ func TestStatusFits120Columns(t *testing.T) {
 		t.Errorf("--limit 1 printed:\n%s", out)
 	}
 }
+
+// TestStatusShowsDeletes: the tombstones a commit wrote are in the table,
+// in --wide and in --json.
+func TestStatusShowsDeletes(t *testing.T) {
+	db, dest := setupItems(t)
+	if code, _, errOut := highwater(t, "deletes", "install", "--source", db, "--table", "public.items"); code != 0 {
+		t.Fatal(errOut)
+	}
+	args := []string{"export", "--source", db, "--table", "public.items", "--primary-key", "id", "--modified-at", "updated_at",
+		"--dest", dest, "--delete-log"}
+	if code, _, errOut := highwater(t, args...); code != 0 {
+		t.Fatal(errOut)
+	}
+	pgtest.Exec(t, db, `DELETE FROM items WHERE id <= 42`)
+	if code, _, errOut := highwater(t, args...); code != 0 {
+		t.Fatal(errOut)
+	}
+	_, out, _ := highwater(t, "status", "--dest", dest)
+	if !strings.Contains(out, "ROWS/DEL") || !strings.Contains(out, " 0/42 ") {
+		t.Errorf("status does not show the 42 tombstones:\n%s", out)
+	}
+	_, wide, _ := highwater(t, "status", "--dest", dest, "--wide")
+	if !strings.Contains(wide, "DELETES") {
+		t.Errorf("status --wide has no DELETES column:\n%s", wide)
+	}
+	var last statusLine
+	_, js, _ := highwater(t, "status", "--dest", dest, "--json", "--limit", "1")
+	if err := json.Unmarshal([]byte(js), &last); err != nil || last.Metrics == nil || last.Metrics.DeletesTransferred != 42 {
+		t.Fatalf("status --json: %v: %s", err, js)
+	}
+}

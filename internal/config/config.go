@@ -51,6 +51,11 @@ type Model struct {
 	ModifiedAt   string  `yaml:"modified_at"`
 	TenantColumn string  `yaml:"tenant_column"`
 	Tenant       *string `yaml:"tenant"`
+	// SoftDelete names a column that marks rows deleted; DeleteLog reads
+	// the delete log installed by `highwater deletes install`. Both make
+	// tombstones (docs/deletes.md).
+	SoftDelete string `yaml:"soft_delete"`
+	DeleteLog  bool   `yaml:"delete_log"`
 	// Tenants and TenantsQuery fan the model out: one model instance per
 	// tenant, with its own state under the destination's {tenant}.
 	// TenantsQuery returns one text column and is run at the start of

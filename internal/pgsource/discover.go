@@ -30,6 +30,9 @@ type Spec struct {
 	ModifiedAt   string
 	TenantColumn string
 	Tenant       *string
+	// SoftDelete names a column that marks a row deleted: true (a boolean)
+	// or not NULL (any other type). Such a row is read as a tombstone.
+	SoftDelete string
 }
 
 // Table is a discovered model.
@@ -47,6 +50,7 @@ type Table struct {
 	modIdx    int
 	keyIdx    []int
 	tenantIdx int
+	softIdx   int // meaningful when SoftDelete is set
 	// Warnings found at discovery (e.g. no index on (modified_at, pk)).
 	Warnings []string
 }
@@ -64,7 +68,7 @@ func (t *Table) Column(name string) (formats.Column, bool) {
 // Discover reads the columns and types of the model's table or query and
 // validates the key, modified-at and tenant columns.
 func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
-	t := &Table{Spec: spec, tenantIdx: -1}
+	t := &Table{Spec: spec, tenantIdx: -1, softIdx: -1}
 	var relOID uint32
 	// The names the user wrote resolve as the role would resolve them;
 	// everything else runs under a pinned path (searchpath.go).
@@ -150,6 +154,14 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 		}
 	} else if spec.Tenant != nil {
 		return nil, fmt.Errorf("a tenant value is set but no tenant column: %w", ErrBadModel)
+	}
+	if spec.SoftDelete != "" {
+		if t.softIdx, err = find("soft-delete", spec.SoftDelete); err != nil {
+			return nil, err
+		}
+		if t.softIdx == t.modIdx || slices.Contains(t.keyIdx, t.softIdx) {
+			return nil, fmt.Errorf("soft-delete column %q is the modified-at column or part of the key: name the column that marks a row deleted: %w", spec.SoftDelete, ErrBadModel)
+		}
 	}
 	mod := t.Columns[t.modIdx]
 	switch mod.TypeOID {

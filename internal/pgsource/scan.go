@@ -33,6 +33,9 @@ type Row struct {
 	// Mod is the modified-at value; ModNull when it is NULL.
 	Mod     watermark.Value
 	ModNull bool
+	// Deleted: the model's soft-delete column marks the row deleted, so it
+	// is written as a tombstone.
+	Deleted bool
 	// keyTexts are the ::text copies of the key columns that are not read
 	// from Values, in the order of scan.keyCopy.
 	keyTexts [][]byte
@@ -53,6 +56,9 @@ type scan struct {
 	// keyText reads it.
 	keyCopy []int
 	ncols   int
+	// ncopies counts the key copies; the soft-delete flag, when the model
+	// has one, is the last expression after them.
+	ncopies int
 }
 
 // Scanner pages through a table.
@@ -147,7 +153,22 @@ func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
 		sc.exprs = append(sc.exprs, ref+"::text")
 		copies++
 	}
+	sc.ncopies = copies
+	if t.SoftDelete != "" {
+		sc.exprs = append(sc.exprs, t.softDeletedExpr())
+	}
 	return sc
+}
+
+// softDeletedExpr is true when the soft-delete column marks the row of t
+// deleted: a boolean that is true, or any other type that is not NULL.
+func (t *Table) softDeletedExpr() string {
+	c := t.Columns[t.softIdx]
+	ref := "t." + quoteIdent(c.Name)
+	if c.TypeOID == pgtype.BoolOID {
+		return "coalesce(" + ref + ", false)"
+	}
+	return "(" + ref + " IS NOT NULL)"
 }
 
 func isFastKey(oid uint32) bool {
@@ -350,7 +371,11 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
-			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:]
+			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:2+sc.ncols+sc.ncopies]
+			if sc.t.SoftDelete != "" {
+				d := raw[len(raw)-1]
+				row.Deleted = len(d) == 1 && d[0] != 0
+			}
 			row.ModNull = raw[0] == nil
 			if !row.ModNull {
 				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
