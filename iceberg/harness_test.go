@@ -81,8 +81,6 @@ func (l *lake) dedupe() {
 	}
 }
 
-func (l *lake) log() *manifest.Log { return manifest.NewLog(l.open(), l.model) }
-
 func (l *lake) view() *iceberg.View {
 	d := l.open()
 	log := manifest.NewLog(d, l.model)
