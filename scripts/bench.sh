@@ -7,7 +7,10 @@
 #                  wide rows (1-50 MiB values: peak RSS, file size against
 #                  the raw bytes; -wide-rows 0 skips it), and a tenant
 #                  fan-out of 10M rows over 1,000 tenants with --parallel 8
-#                  (-tenant-rows 0 skips it) (docs/bench.md)
+#                  (-tenant-rows 0 skips it), and an incremental run with
+#                  1% of 1M rows deleted (--delete-log) against the same
+#                  run with 1% updated (-delete-rows 0 skips it)
+#                  (docs/bench.md)
 #   bench/upload   object-store upload (needs the S3 server: started here)
 #   bench/dedupe   dedupe against DuckDB on a lake made by highwater export
 #                  from PostgreSQL (5M rows + 1M updates, then 10% more),

@@ -24,7 +24,9 @@
 //
 // Then it measures a tenant fan-out (see measureTenants): -tenant-rows rows
 // over -tenants tenants exported with --parallel -tenant-parallel from one
-// config, against one export of the whole table.
+// config, against one export of the whole table, and the delete log (see
+// measureDeletes): an incremental run with 1% of -delete-rows rows deleted
+// against the same run with 1% updated.
 //
 // Usage: go run ./bench/export [-bin bin/highwater] [-sizes 1000000,5000000]
 // [-repeat 3] [-sweep-rows 1000000]. With HIGHWATER_TEST_DATABASE_URL set,
@@ -80,6 +82,7 @@ type config struct {
 	wideRows    int
 	workDir     string
 	tenants     tenantsConfig
+	deletes     deletesConfig
 }
 
 func main() {
@@ -101,6 +104,8 @@ func main() {
 	flag.IntVar(&cfg.tenants.tenants, "tenants", 1000, "tenants of the tenant fan-out bench")
 	flag.IntVar(&cfg.tenants.parallel, "tenant-parallel", 8, "--parallel of the tenant fan-out bench")
 	flag.BoolVar(&cfg.tenants.only, "tenants-only", false, "only run the tenant fan-out bench")
+	flag.IntVar(&cfg.deletes.rows, "delete-rows", 1_000_000, "rows of the delete-log bench: an incremental run with 1% deleted against one with 1% updated (0: none)")
+	flag.BoolVar(&cfg.deletes.only, "deletes-only", false, "only run the delete-log bench")
 	flag.BoolVar(&cfg.reuse, "reuse", false, "with "+pgtest.EnvURL+", keep a table loaded by an earlier run (database bench_<rows>)")
 	flag.Parse()
 	var err error
@@ -156,6 +161,9 @@ func run(ctx context.Context, cfg config) error {
 	if cfg.tenants.only {
 		return measureTenants(ctx, cfg, srv)
 	}
+	if cfg.deletes.only {
+		return measureDeletes(ctx, cfg, srv)
+	}
 	if cfg.profileOnly {
 		db, err := loadTable(ctx, srv, cfg.profileRows, cfg.reuse)
 		if err != nil {
@@ -206,6 +214,11 @@ func run(ctx context.Context, cfg config) error {
 	}
 	if cfg.tenants.rows > 0 {
 		if err := measureTenants(ctx, cfg, srv); err != nil {
+			return err
+		}
+	}
+	if cfg.deletes.rows > 0 {
+		if err := measureDeletes(ctx, cfg, srv); err != nil {
 			return err
 		}
 	}
@@ -443,8 +456,9 @@ type exportRun struct {
 
 var committedRE = regexp.MustCompile(`, (\d+) rows in (\d+) files`)
 
-// runExport runs the highwater binary once; wantRows, when non-zero, is
-// checked against the rows it reports.
+// runExport runs the highwater binary once; wantRows, when positive, is
+// checked against the rows it reports, 0 wants none, and a negative value
+// checks nothing.
 func runExport(ctx context.Context, bin, dbURL, dest string, wantRows int, extra ...string) (exportRun, error) {
 	args := append([]string{"export", "--source", dbURL, "--table", "public.t", "--primary-key", "id",
 		"--modified-at", "updated_at", "--dest", "file://" + dest, "--model", "t"}, extra...)
