@@ -97,7 +97,7 @@ func (l *lake) tryReconcile(opts reconcile.Options) (*reconcile.Result, error) {
 	defer cancel()
 	src, d := l.open(ctx)
 	opts.Model, opts.Source = l.model, l.spec
-	return reconcile.Run(ctx, src, d, opts)
+	return reconcile.Run(ctx, src, d, d.ObjectURL, opts)
 }
 
 func (l *lake) reconcile(opts reconcile.Options) *reconcile.Result {

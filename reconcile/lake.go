@@ -46,7 +46,7 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 // readFile calls fn for each row of a committed file: every column, or
 // with KeysOnly only the key, modified-at and hidden columns.
 func (r *runner) readFile(ctx context.Context, f manifest.File, fn func(parquet.Row) error) error {
-	rc, err := r.dest.Get(ctx, r.log.Key(f.Key))
+	rc, err := r.bucket.Get(ctx, r.log.Key(f.Key))
 	if err != nil {
 		return err
 	}

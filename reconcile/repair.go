@@ -275,7 +275,7 @@ func (w *repairWriter) flush() error {
 	r := w.r
 	if w.fw == nil {
 		key := manifest.DataKey(w.runID, w.attempt, len(w.files))
-		w.up = objstore.NewUpload(w.ctx, r.dest, r.log.Key(key), objstore.PutOptions{ContentType: formats.ContentType})
+		w.up = objstore.NewUpload(w.ctx, r.bucket, r.log.Key(key), objstore.PutOptions{ContentType: formats.ContentType})
 		kv := map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: w.runID, manifest.MetaKind: manifest.KindReconcile,
 			manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}
 		fw, err := formats.NewFileWriter(w.up, r.mapping.Schema(), formats.WriterOptions{Codec: w.codec, RowGroupBytes: 16 << 20, KeyValue: kv, Build: r.opts.Build})

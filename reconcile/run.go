@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/highwater-dev/highwater/formats"
-	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
@@ -26,7 +26,8 @@ import (
 type runner struct {
 	opts    Options
 	src     *pgsource.Source
-	dest    *destination.Destination
+	bucket  objstore.Bucket
+	url     func(key string) string
 	log     *manifest.Log
 	logger  *slog.Logger
 	table   *pgsource.Table
@@ -66,13 +67,15 @@ func (w window) holds(r *record) bool {
 
 // Run compares the model's lake with its source, commits the result as a
 // commit of kind reconcile and, with Repair, the files that make the lake
-// equal to the source once deduped.
-func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destination, opts Options) (*Result, error) {
+// equal to the source once deduped. The lake is rooted at b; objectURL
+// turns a key of b into the URL by which engines read it, for the symlink
+// manifest.
+func Run(ctx context.Context, src *pgsource.Source, b objstore.Bucket, objectURL func(key string) string, opts Options) (*Result, error) {
 	opts.setDefaults()
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	r := &runner{opts: opts, src: src, dest: dest, log: manifest.NewLog(dest, opts.Model), logger: opts.Logger.With("model", opts.Model), res: &Result{}}
+	r := &runner{opts: opts, src: src, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model), logger: opts.Logger.With("model", opts.Model), res: &Result{}}
 	// Records and buffers are the only data held; the limit leaves the
 	// process's own pages and the collector's headroom the rest.
 	goLimit := max(opts.MemoryLimit-40<<20, 16<<20)
@@ -106,7 +109,7 @@ func Run(ctx context.Context, src *pgsource.Source, dest *destination.Destinatio
 		return nil, err
 	}
 	if len(added) > 0 {
-		if err := r.log.WriteSymlinkManifest(ctx, r.dest.ObjectURL); err != nil {
+		if err := r.log.WriteSymlinkManifest(ctx, r.url); err != nil {
 			r.res.Warnings = append(r.res.Warnings, fmt.Sprintf("rewrite the symlink manifest: %v", err))
 		}
 	}
@@ -562,7 +565,7 @@ func (r *runner) discard(files []manifest.File) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, f := range files {
-		_ = r.dest.Delete(ctx, r.log.Key(f.Key))
+		_ = r.bucket.Delete(ctx, r.log.Key(f.Key))
 	}
 }
 

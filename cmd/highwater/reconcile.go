@@ -229,7 +229,7 @@ func runReconciles(ctx context.Context, env *environment, ff *fleetFlags, shard 
 		if ff.parallel == 1 {
 			o.Progress, stop = env.showProgress(j.inst.String(), countRowsRead)
 		}
-		res, err := reconcile.Run(ctx, src, d, o)
+		res, err := reconcile.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		var tenant *string
 		if summary {

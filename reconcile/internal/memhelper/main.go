@@ -51,7 +51,7 @@ func run() error {
 		return err
 	}
 	defer d.Close()
-	res, err := reconcile.Run(ctx, src, d, reconcile.Options{Model: os.Args[3], MemoryLimit: limit,
+	res, err := reconcile.Run(ctx, src, d, d.ObjectURL, reconcile.Options{Model: os.Args[3], MemoryLimit: limit,
 		Source: pgsource.Spec{Table: os.Args[4], PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}})
 	if err != nil {
 		return err
