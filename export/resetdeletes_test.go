@@ -107,3 +107,61 @@ func TestResetPastThePrunedLog(t *testing.T) {
 		t.Fatalf("live rows %v, want %v", got, want)
 	}
 }
+
+// TestResetBeforeTheLogsInstall: a reset to before the log's install, or
+// before a TRUNCATE that a full refresh already rebuilt after, replays an
+// interval the lake holds no row of that the log missed: the install and
+// TRUNCATE checks start where the lake stood before the reset, so the
+// replay runs, and only the horizon is checked against its lower bound.
+func TestResetBeforeTheLogsInstall(t *testing.T) {
+	for _, tc := range []string{"install", "truncate"} {
+		t.Run(tc, func(t *testing.T) {
+			l := newLake(t, itemsTable, `INSERT INTO items SELECT g, now() - interval '1 hour', 'n' || g, g FROM generate_series(1, 30) g`)
+			before := l.pgQuery(`SELECT (now() - interval '10 minutes')::text`)[0][0]
+			l.installDeleteLog(pgsource.InstallSpec{Table: "public.items"})
+			opts := l.deleteLogOptions()
+			l.mustExport(opts)
+			if tc == "truncate" {
+				// The log's install long before: only the TRUNCATE is after the reset's watermark.
+				l.exec(`UPDATE highwater.delete_log_tables SET installed_at = now() - interval '1 day'`)
+				l.exec(`TRUNCATE items`, `INSERT INTO items SELECT g, now() - interval '1 hour', 'again' || g, g FROM generate_series(1, 30) g`)
+				full := opts
+				full.FullRefresh = true
+				l.mustExport(full)
+			}
+			l.exec(`DELETE FROM items WHERE id <= 5`)
+			l.mustExport(opts)
+			l.reset(manifest.ResetRequest{Watermark: before})
+			l.exec(`DELETE FROM items WHERE id = 6`)
+			if got := l.mustExport(opts).Commit.Metrics.DeletesTransferred; got != 6 {
+				t.Fatalf("the replay wrote %d tombstones, want 6", got)
+			}
+			l.dedupe()
+			if got, want := l.liveRows(), l.sourceRows("true"); !slices.Equal(got, want) {
+				t.Fatalf("live rows %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestResetThenTruncate: the checks that start where the lake stood before
+// a chain of resets still stop the replay at a TRUNCATE made after it.
+func TestResetThenTruncate(t *testing.T) {
+	l := newLake(t, itemsTable, `INSERT INTO items SELECT g, now() - interval '1 hour', 'n' || g, g FROM generate_series(1, 30) g`)
+	l.installDeleteLog(pgsource.InstallSpec{Table: "public.items"})
+	opts := l.deleteLogOptions()
+	first := l.mustExport(opts).Commit
+	l.exec(`DELETE FROM items WHERE id <= 5`)
+	l.mustExport(opts)
+	l.reset(manifest.ResetRequest{ToSeq: first.Seq})
+	l.reset(manifest.ResetRequest{Watermark: l.pgQuery(`SELECT (now() - interval '30 minutes')::text`)[0][0]})
+	l.exec(`TRUNCATE items`)
+	seq := l.state().Seq
+	line := regexp.MustCompile(`^the delete log of public\.items records a TRUNCATE at [0-9-]+ [0-9:.]+\+00, after the watermark [0-9-]+ [0-9:.]+\+00, which left no entry per row; run --full-refresh to rebuild the baseline$`)
+	if _, err := l.export(opts); !errors.Is(err, pgsource.ErrDeleteLogGap) || !line.MatchString(err.Error()) {
+		t.Fatalf("want the TRUNCATE line, got %v", err)
+	}
+	if st := l.state(); st.Seq != seq {
+		t.Fatalf("the stopped run committed seq %d", st.Seq)
+	}
+}
