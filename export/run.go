@@ -41,6 +41,7 @@ type runner struct {
 	dryRun bool
 
 	deleteLog *pgsource.DeleteLog // the model's, with DeleteLog set
+	since     *string             // see watermarkInstant
 	sinceAt   *time.Time          // see watermarkInstant
 
 	warnMu sync.Mutex // the reader goroutine warns too

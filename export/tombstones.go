@@ -49,37 +49,72 @@ func (r *runner) checkDeleteLog(ctx context.Context) error {
 	if !r.readsDeleteLog() {
 		return nil
 	}
-	if r.sinceAt, err = r.watermarkInstant(ctx); err != nil {
+	if r.since, r.sinceAt, err = r.watermarkInstant(ctx); err != nil {
 		return err
 	}
-	return dl.Check(ctx, r.plan.Interval.From, r.plan.PrevWatermark, r.sinceAt)
+	return dl.Check(ctx, r.plan.Interval.From, r.since, r.sinceAt)
 }
 
-// watermarkInstant is, for a date modified-at column, the source's clock
-// when the run that set the watermark was planned: the watermark is that
-// run's day, read again by the next run, and its midnight lies before
-// whatever that run already saw (a TRUNCATE, the log's install). Other
-// kinds' watermarks are their instants (nil: the watermark itself). An
+// watermarkInstant says from when the log must vouch for every delete
+// (no install and no TRUNCATE since): from the watermark of the commit
+// that set it, and, for a date modified-at column, from the source's
+// clock when that commit's run was planned: the watermark is that run's
+// day, read again by the next run, and its midnight lies before whatever
+// that run already saw (a TRUNCATE, the log's install). Other kinds'
+// watermarks are their instants (nil: the watermark itself). An
 // unreadable plan leaves the watermark's midnight, which is stricter.
-func (r *runner) watermarkInstant(ctx context.Context) (*time.Time, error) {
-	if r.table.ModKind != watermark.Date || r.plan.PrevWatermark == nil {
-		return nil, nil
+//
+// A reset is not where the lake stood: it removed no file, so the lake
+// still holds what the commit before it (and before a chain of resets)
+// had read, and that commit's watermark is where the log must vouch from.
+// Only the horizon is checked against the replay's lower bound, since the
+// replay reads the interval's deletes again.
+func (r *runner) watermarkInstant(ctx context.Context) (*string, *time.Time, error) {
+	since := r.plan.PrevWatermark
+	if since == nil {
+		return nil, nil, nil
 	}
 	st, err := r.log.ReadState(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+		return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 	}
 	c, err := r.log.ReadCommit(ctx, st.LastWatermarkSeq)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %d of %s: %w", st.LastWatermarkSeq, r.opts.Model, err)
+		return nil, nil, fmt.Errorf("read commit %d of %s: %w", st.LastWatermarkSeq, r.opts.Model, err)
+	}
+	for c.Kind == manifest.KindReset {
+		prev, err := r.beforeReset(ctx, c.Seq)
+		if err != nil || prev == nil || prev.Watermark == nil {
+			r.logger.Info("the commit before the reset is unreadable: the delete log is checked from the reset's watermark", "seq", c.Seq)
+			return since, nil, nil
+		}
+		c, since = prev, prev.Watermark
+	}
+	if r.table.ModKind != watermark.Date {
+		return since, nil, nil
 	}
 	p, err := r.log.ReadPlan(ctx, c.RunID)
 	if err != nil || p.HWVersion == 0 {
 		r.logger.Info("the plan of the run that set the watermark is gone: the delete log is checked from the watermark's midnight", "run", c.RunID)
-		return nil, nil
+		return since, nil, nil
 	}
 	at := time.UnixMicro(p.HWVersion)
-	return &at, nil
+	return since, &at, nil
+}
+
+// beforeReset is the newest commit before seq that moved the watermark,
+// nil if there is none.
+func (r *runner) beforeReset(ctx context.Context, seq int64) (*manifest.Commit, error) {
+	for s := seq - 1; s > 0; s-- {
+		c, err := r.log.ReadCommit(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %d of %s: %w", s, r.opts.Model, err)
+		}
+		if manifest.MovesWatermark(c.Kind) {
+			return c, nil
+		}
+	}
+	return nil, nil
 }
 
 // tombstones writes the delete log's entries of the run's interval as
@@ -131,7 +166,7 @@ func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files
 	}
 	metrics = w.metrics
 	metrics.Pages += dl.Pages
-	if err := dl.Check(ctx, p.Interval.From, p.PrevWatermark, r.sinceAt); err != nil {
+	if err := dl.Check(ctx, p.Interval.From, r.since, r.sinceAt); err != nil {
 		return metrics, nil, err
 	}
 	r.logger.Info("delete log read", "tombstones", metrics.DeletesTransferred, "pages", dl.Pages)

@@ -25,6 +25,8 @@ commit of kind reset holding the old and the new watermark, the --reason (requir
 and the time; status shows it. No file is removed: the next export reads from the new watermark minus
 its lookback, and the rows it reads again become new versions, which dedupe orders by (modified_at,
 _hw_version). An export planned before the reset cannot commit after it (it exits 4; rerun it).
+With the delete log, the next export also reads the deletes of the replayed interval again, and stops,
+committing nothing, if the log was pruned past its start (then only --full-refresh rebuilds the baseline).
 --dry-run prints what the next export would read and commits nothing.`,
 		Example: `  highwater reset --dest s3://lake/raw --model orders --to-seq 41 --reason "replay after the restore of 2026-03-02"
   highwater reset --dest file:///data/lake --model orders --watermark '2026-03-01 00:00:00+00' --reason "backdated import" --dry-run`,
@@ -61,11 +63,11 @@ _hw_version). An export planned before the reset cannot commit after it (it exit
 			}
 			return err
 		}
+		st, err := log.ReadState(ctx)
+		if err != nil {
+			return fmt.Errorf("read the state of %s: %w", lake.model, err)
+		}
 		if *dryRun {
-			st, err := log.ReadState(ctx)
-			if err != nil {
-				return fmt.Errorf("read the state of %s: %w", lake.model, err)
-			}
 			c, err := log.PlanReset(ctx, st, req)
 			if err != nil {
 				return refused(err)
@@ -76,6 +78,7 @@ _hw_version). An export planned before the reset cannot commit after it (it exit
 			}
 			fmt.Fprintf(env.stdout, "%s: would reset the watermark from %s to %s (dry run, nothing committed)\n", lake.model, *st.Watermark, *c.Watermark)
 			fmt.Fprintf(env.stdout, "  the next export would read modified-at from %s (the new watermark minus the lookback of %s) up to the source's clock\n", from, lookback)
+			deleteLogNote(env, c, from)
 			return nil
 		}
 		c, _, err := log.Reset(ctx, req)
@@ -87,9 +90,22 @@ _hw_version). An export planned before the reset cannot commit after it (it exit
 		}
 		fmt.Fprintf(env.stdout, "%s: committed seq %d (reset): watermark %s -> %s, by %s on %s: %q\n",
 			lake.model, c.Seq, deref(c.Reset.OldWatermark), c.Reset.NewWatermark, c.Reset.User, c.Reset.Host, c.Reset.Reason)
+		// The state read before the reset has the last export's lookback.
+		if from, _, err := nextFrom(ctx, log, st, c.Reset.NewWatermark); err == nil {
+			deleteLogNote(env, c, from)
+		}
 		return nil
 	}
 	return cmd
+}
+
+// deleteLogNote tells, for a model with the delete log, that the next
+// export re-reads the log's deletes of the replayed interval. The reset
+// cannot check the log's horizon itself: the lake records no source URL.
+func deleteLogNote(env *environment, c *manifest.Commit, from string) {
+	if c.Identity.DeleteLog {
+		fmt.Fprintf(env.stdout, "  the next export also reads the delete log from %s; it stops if the log was pruned past that (highwater deletes status shows the horizon)\n", from)
+	}
 }
 
 // nextFrom is where the next export would start after a reset to wm: wm
