@@ -234,20 +234,11 @@ older snapshot, never a broken one while vacuum keeps the retention.`,
 		if err := cat.check(); err != nil {
 			return err
 		}
-		d, err := lake.open(ctx, true)
+		d, st, v, err := openPublishedView(ctx, &lake)
 		if err != nil {
 			return err
 		}
 		defer d.Close()
-		log := manifest.NewLog(d, lake.model)
-		st, err := log.ReadState(ctx)
-		if err != nil {
-			return err
-		}
-		if !st.Publishes(manifest.TableFormatIceberg) {
-			return fmt.Errorf("model %s is not published as Iceberg: export it with --table-format iceberg, or run iceberg sync --enable", lake.model)
-		}
-		v := iceberg.NewView(log, d.ObjectURL(log.Key()))
 		res, err := v.Sync(ctx, st)
 		if err != nil {
 			return err
@@ -267,6 +258,28 @@ older snapshot, never a broken one while vacuum keeps the retention.`,
 	return cmd
 }
 
+// openPublishedView opens the lake of a model that is published as Iceberg
+// and reads its state, for the commands that only read or point at the
+// view; sync, which may start publishing, checks on its own. The caller
+// closes d.
+func openPublishedView(ctx context.Context, lake *lakeFlags) (*destination.Destination, *manifest.State, *iceberg.View, error) {
+	d, err := lake.open(ctx, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	log := manifest.NewLog(d, lake.model)
+	st, err := log.ReadState(ctx)
+	if err != nil {
+		d.Close()
+		return nil, nil, nil, err
+	}
+	if !st.Publishes(manifest.TableFormatIceberg) {
+		d.Close()
+		return nil, nil, nil, fmt.Errorf("model %s is not published as Iceberg: export it with --table-format iceberg, or run iceberg sync --enable", lake.model)
+	}
+	return d, st, iceberg.NewView(log, d.ObjectURL(log.Key())), nil
+}
+
 // icebergDDL prints what engine needs to read the model's Iceberg view. It
 // changes nothing: a view that lags the log is named as it stands, with a
 // warning.
@@ -280,20 +293,11 @@ func icebergDDL(ctx context.Context, env *environment, lake *lakeFlags, engine, 
 	if !slices.Contains(iceberg.Engines, engine) {
 		return usageErr("unknown engine %q for an Iceberg table: use %s", engine, strings.Join(iceberg.Engines, ", "))
 	}
-	d, err := lake.open(ctx, true)
+	d, st, v, err := openPublishedView(ctx, lake)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	log := manifest.NewLog(d, lake.model)
-	st, err := log.ReadState(ctx)
-	if err != nil {
-		return err
-	}
-	if !st.Publishes(manifest.TableFormatIceberg) {
-		return fmt.Errorf("model %s is not published as Iceberg: export it with --table-format iceberg, or run iceberg sync --enable", lake.model)
-	}
-	v := iceberg.NewView(log, d.ObjectURL(log.Key()))
 	head, err := v.Head(ctx)
 	if err != nil {
 		return err
