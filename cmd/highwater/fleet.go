@@ -245,6 +245,39 @@ func (p *sourcePool) close(ctx context.Context) {
 	}
 }
 
+// fanOut is what the instances of one run share: the pool of source
+// connections, a slot each, and the lock that keeps their output whole.
+type fanOut struct {
+	pool  *sourcePool
+	outMu sync.Mutex
+}
+
+// runInstances is the fan-out of export and reconcile: it connects the
+// source, resolves the tenant lists, takes the instances of the shard and
+// runs do on each, ff.parallel at a time. The summary counts the
+// instances of the other shards.
+func runInstances(ctx context.Context, env *environment, ff *fleetFlags, shard fleet.Shard, sourceURL string, jobs []job,
+	do func(ctx context.Context, f *fanOut, slot, i int, j job) (string, error)) (*fleet.Summary, error) {
+	src, err := pgsource.Connect(ctx, sourceURL)
+	if err != nil {
+		return nil, err
+	}
+	f := &fanOut{pool: newSourcePool(sourceURL, ff.parallel, src)}
+	defer f.pool.close(ctx)
+	if jobs, err = resolveTenants(ctx, env, src, jobs); err != nil {
+		return nil, err
+	}
+	if jobs, err = selectTenants(jobs, ff.tenants, true); err != nil {
+		return nil, err
+	}
+	mine, insts, other := shardOf(jobs, shard)
+	s := fleet.Run(ctx, ff.parallel, insts, func(ctx context.Context, slot, i int) (string, error) {
+		return do(ctx, f, slot, i, mine[i])
+	})
+	s.OtherShards = other
+	return s, nil
+}
+
 // runExports connects, resolves the tenant lists, takes the instances of
 // the shard and runs them. A single instance run without the fleet flags
 // returns its own error, with its own exit code; otherwise every instance
@@ -252,25 +285,11 @@ func (p *sourcePool) close(ctx context.Context) {
 // its object (exportJSON) as it ends, and the summary is one more.
 func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fleet.Shard, summary bool,
 	sourceURL, destURL, metricsFile string, dryRunOnly bool, jobs []job) error {
-	src, err := pgsource.Connect(ctx, sourceURL)
-	if err != nil {
-		return err
-	}
-	pool := newSourcePool(sourceURL, ff.parallel, src)
-	defer pool.close(ctx)
-	if jobs, err = resolveTenants(ctx, env, src, jobs); err != nil {
-		return err
-	}
-	if jobs, err = selectTenants(jobs, ff.tenants, true); err != nil {
-		return err
-	}
-	mine, insts, other := shardOf(jobs, shard)
 	advice := new(export.Advice) // a missing index is said once per model, not per tenant
-	var outMu sync.Mutex
-	figs := make([]runFigures, len(mine))
-	ran := make([]bool, len(mine))
-	do := func(ctx context.Context, slot, i int) (string, error) {
-		j := mine[i]
+	var figMu sync.Mutex
+	figs := make(map[int]runFigures) // by instance; an instance skipped has none
+	do := func(ctx context.Context, f *fanOut, slot, i int, j job) (string, error) {
+		pool, outMu := f.pool, &f.outMu
 		o := j.opts
 		o.Advice = advice
 		if j.inst.Tenant != nil {
@@ -313,7 +332,9 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 			fig.commit = res.Commit
 			fig.duration = res.Commit.Committed.Sub(res.Plan.Created)
 		}
-		figs[i], ran[i] = fig, true
+		figMu.Lock()
+		figs[i] = fig
+		figMu.Unlock()
 		if ff.json {
 			outMu.Lock()
 			werr := writeJSON(env.stdout, newExportJSON(o.Model, j.inst.Tenant, res, err))
@@ -339,13 +360,15 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		}
 		return line, nil
 	}
-	s := fleet.Run(ctx, ff.parallel, insts, do)
-	s.OtherShards = other
+	s, err := runInstances(ctx, env, ff, shard, sourceURL, jobs, do)
+	if err != nil {
+		return err
+	}
 	// The instances that ran, in the order of the fleet: an instance
 	// skipped (interrupted) has no figures.
 	var ranFigs []runFigures
-	for i, f := range figs {
-		if ran[i] {
+	for i := range s.Outcomes {
+		if f, ok := figs[i]; ok {
 			ranFigs = append(ranFigs, f)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -194,22 +193,8 @@ func (s *modelSelection) jobs(env *environment, set map[string]bool, tenants []s
 // the lake differs); several print a summary.
 func runReconciles(ctx context.Context, env *environment, ff *fleetFlags, shard fleet.Shard, summary bool,
 	sourceURL, destURL string, jobs []job, tmpl reconcile.Options) error {
-	src, err := pgsource.Connect(ctx, sourceURL)
-	if err != nil {
-		return err
-	}
-	pool := newSourcePool(sourceURL, ff.parallel, src)
-	defer pool.close(ctx)
-	if jobs, err = resolveTenants(ctx, env, src, jobs); err != nil {
-		return err
-	}
-	if jobs, err = selectTenants(jobs, ff.tenants, true); err != nil {
-		return err
-	}
-	mine, insts, other := shardOf(jobs, shard)
-	var outMu sync.Mutex
-	do := func(ctx context.Context, slot, i int) (string, error) {
-		j := mine[i]
+	do := func(ctx context.Context, f *fanOut, slot, i int, j job) (string, error) {
+		pool, outMu := f.pool, &f.outMu
 		o := tmpl
 		o.Model, o.Source = j.opts.Model, j.opts.Source
 		if j.inst.Tenant != nil {
@@ -259,8 +244,10 @@ func runReconciles(ctx context.Context, env *environment, ff *fleetFlags, shard 
 		}
 		return fmt.Sprintf("equal, %d keys", res.Report.Matched), nil
 	}
-	s := fleet.Run(ctx, ff.parallel, insts, do)
-	s.OtherShards = other
+	s, err := runInstances(ctx, env, ff, shard, sourceURL, jobs, do)
+	if err != nil {
+		return err
+	}
 	if !summary {
 		if o := s.Outcomes[0]; o.Status != fleet.Done {
 			return o.Err
