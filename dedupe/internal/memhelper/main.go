@@ -24,6 +24,7 @@ import (
 
 	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/memstat"
 )
 
 func main() {
@@ -96,7 +97,7 @@ func run() error {
 		pprof.WriteHeapProfile(f)
 		f.Close()
 	}
-	peak, err := peakRSS()
+	peak, err := memstat.PeakRSS()
 	if err != nil {
 		return err
 	}
@@ -113,21 +114,4 @@ type Output struct {
 	// kernel keeps the high-water mark of the memory the child shared
 	// before exec.
 	PeakRSS int64
-}
-
-func peakRSS() (int64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, fmt.Errorf("read peak RSS: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read peak RSS: %w", err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("read peak RSS: no VmHWM in /proc/self/status")
 }

@@ -11,9 +11,9 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/memstat"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/reconcile"
 )
@@ -56,26 +56,9 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	peak, err := peakRSS()
+	peak, err := memstat.PeakRSS()
 	if err != nil {
 		return err
 	}
 	return json.NewEncoder(os.Stdout).Encode(Output{Result: res, PeakRSS: peak})
-}
-
-func peakRSS() (int64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, fmt.Errorf("read peak RSS: %w", err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("read peak RSS: %w", err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("read peak RSS: no VmHWM in /proc/self/status")
 }
