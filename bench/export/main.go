@@ -58,6 +58,7 @@ import (
 
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/memstat"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/watermark"
@@ -490,23 +491,9 @@ func runBinary(ctx context.Context, bin string, args ...string) (exportRun, stri
 	err := cmd.Start()
 	var hwm int64
 	if err == nil {
-		done := make(chan struct{})
-		go func() { // VmHWM of the child's own address space, see exportRun.hwm
-			tick := time.NewTicker(20 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				if v := vmHWM(cmd.Process.Pid); v > hwm {
-					hwm = v
-				}
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-				}
-			}
-		}()
+		stop := memstat.Sample(cmd.Process.Pid, 20*time.Millisecond) // see exportRun.hwm
 		err = cmd.Wait()
-		close(done)
+		hwm = stop()
 	}
 	wall := time.Since(t0)
 	if err != nil {
@@ -691,21 +678,6 @@ func watchHeap(path string) func() {
 		}
 	}()
 	return func() { close(done); <-finished }
-}
-
-// vmHWM reads a process's peak RSS in bytes from /proc, or 0.
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 func dirSize(dir string) (int64, int) {
