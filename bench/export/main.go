@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -305,12 +304,10 @@ func restart(dataDir string) error {
 func loadTable(ctx context.Context, srv *pgtest.Server, n int, reuse bool) (string, error) {
 	t0 := time.Now()
 	name := fmt.Sprintf("bench_%d", n)
-	pu, err := url.Parse(srv.URL)
+	u, err := srv.DatabaseURL(name)
 	if err != nil {
 		return "", err
 	}
-	pu.Path = "/" + name
-	u := pu.String()
 	if reuse {
 		if conn, err := pgx.Connect(ctx, u); err == nil {
 			var got int
@@ -322,19 +319,10 @@ func loadTable(ctx context.Context, srv *pgtest.Server, n int, reuse bool) (stri
 			}
 		}
 	}
-	conn, err := pgx.Connect(ctx, srv.URL)
-	if err != nil {
+	if _, err := srv.CreateDatabase(ctx, name); err != nil {
 		return "", err
 	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return "", err
-	}
-	conn, err = pgx.Connect(ctx, u)
+	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		return "", err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,25 +128,11 @@ models:
 func loadTenantTable(ctx context.Context, srv *pgtest.Server, rows, tenants int) (string, error) {
 	t0 := time.Now()
 	name := fmt.Sprintf("bench_tenants_%d_%d", rows, tenants)
-	pu, err := url.Parse(srv.URL)
+	u, err := srv.CreateDatabase(ctx, name)
 	if err != nil {
 		return "", err
 	}
-	pu.Path = "/" + name
-	u := pu.String()
-	conn, err := pgx.Connect(ctx, srv.URL)
-	if err != nil {
-		return "", err
-	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return "", err
-	}
-	conn, err = pgx.Connect(ctx, u)
+	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		return "", err
 	}

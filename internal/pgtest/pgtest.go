@@ -268,12 +268,11 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		defer conn.Close(ctx)
 		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
-	u, err := url.Parse(s.URL)
+	u, err := s.DatabaseURL(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Path = "/" + name
-	return u.String()
+	return u
 }
 
 // Exec runs SQL statements against a database URL, failing the test on error.
