@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -252,6 +253,28 @@ type fanOut struct {
 	outMu sync.Mutex
 }
 
+// open takes slot's source connection and opens j's destination, which
+// the caller closes.
+func (f *fanOut) open(ctx context.Context, slot int, destURL string, j job) (*pgsource.Source, *destination.Destination, error) {
+	src, err := f.pool.get(ctx, slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := destination.OpenTenant(ctx, destURL, j.opts.Source.Tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, d, nil
+}
+
+// logger is l with the tenant of j's instance, if it has one.
+func (j job) logger(l *slog.Logger) *slog.Logger {
+	if j.inst.Tenant == nil {
+		return l
+	}
+	return l.With("tenant", *j.inst.Tenant)
+}
+
 // runInstances is the fan-out of export and reconcile: it connects the
 // source, resolves the tenant lists, takes the instances of the shard and
 // runs do on each, ff.parallel at a time. The summary counts the
@@ -292,14 +315,8 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		pool, outMu := f.pool, &f.outMu
 		o := j.opts
 		o.Advice = advice
-		if j.inst.Tenant != nil {
-			o.Logger = o.Logger.With("tenant", *j.inst.Tenant)
-		}
-		src, err := pool.get(ctx, slot)
-		if err != nil {
-			return "", err
-		}
-		d, err := destination.OpenTenant(ctx, destURL, o.Source.Tenant)
+		o.Logger = j.logger(o.Logger)
+		src, d, err := f.open(ctx, slot, destURL, j)
 		if err != nil {
 			return "", err
 		}
