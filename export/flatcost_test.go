@@ -14,7 +14,6 @@ import (
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
@@ -149,10 +148,7 @@ func synthesizeHistory(t *testing.T, l *lake, first *manifest.Commit, n int) {
 func (l *lake) countedExport(opts export.Options) *countingBucket {
 	l.t.Helper()
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	d, err := destination.Open(ctx, l.destURL(), "")
 	if err != nil {

@@ -123,14 +123,21 @@ func (l *lake) query(q string) [][]string {
 	return laketest.Query(l.t, laketest.DuckDB(l.t, paths), q)
 }
 
-// pgQuery returns rows of a source query as strings.
-func (l *lake) pgQuery(q string) [][]string {
+// source connects to the lake's source database; the caller closes it.
+func (l *lake) source(ctx context.Context) *pgsource.Source {
 	l.t.Helper()
-	ctx := context.Background()
 	src, err := pgsource.Connect(ctx, l.db)
 	if err != nil {
 		l.t.Fatal(err)
 	}
+	return src
+}
+
+// pgQuery returns rows of a source query as strings.
+func (l *lake) pgQuery(q string) [][]string {
+	l.t.Helper()
+	ctx := context.Background()
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	// The source session pins search_path to pg_catalog; tests name
 	// their tables unqualified.
