@@ -32,9 +32,7 @@ type lake struct {
 
 func newLake(t *testing.T, setup ...string) *lake {
 	t.Helper()
-	l := &lake{t: t, db: pg.NewDatabase(t), dir: t.TempDir(), model: "items"}
-	pgtest.Exec(t, l.db, setup...)
-	return l
+	return &lake{t: t, db: pg.NewDatabase(t, setup...), dir: t.TempDir(), model: "items"}
 }
 
 func (l *lake) destURL() string { return "file://" + l.dir }

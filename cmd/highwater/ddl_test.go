@@ -39,8 +39,7 @@ var typesTable = []string{
 }
 
 func TestDDL(t *testing.T) {
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db, typesTable...)
+	db := pg.NewDatabase(t, typesTable...)
 	dir := t.TempDir()
 	dest := "file://" + dir
 	exportArgs := []string{"export", "--source", db, "--table", `public."Types"`, "--primary-key", "id",

@@ -61,3 +61,19 @@ func TestDatabaseURL(t *testing.T) {
 		t.Errorf("DatabaseURL = %s, want %s", got, want)
 	}
 }
+
+func TestNewDatabaseRunsSetup(t *testing.T) {
+	db := pg.NewDatabase(t, `CREATE TABLE items (id int)`, `INSERT INTO items VALUES (1), (2)`)
+	conn, err := pgx.Connect(t.Context(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(t.Context())
+	var n int
+	if err := conn.QueryRow(t.Context(), "SELECT count(*) FROM items").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 {
+		t.Errorf("the setup's table holds %d rows, want the 2 it inserted", n)
+	}
+}

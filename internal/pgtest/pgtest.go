@@ -241,9 +241,9 @@ func (s *Server) CatchUp(ctx context.Context, primary *Server) error {
 	}
 }
 
-// NewDatabase creates an empty database for one test and returns its URL.
-// It is dropped when the test ends.
-func (s *Server) NewDatabase(t testing.TB) string {
+// NewDatabase creates a database for one test, runs the setup statements
+// in it (as Exec) and returns its URL. It is dropped when the test ends.
+func (s *Server) NewDatabase(t testing.TB, setup ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -271,6 +271,9 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	u, err := s.DatabaseURL(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(setup) > 0 {
+		Exec(t, u, setup...)
 	}
 	return u
 }
@@ -342,11 +345,11 @@ func (sh *Shared) Server(t testing.TB) *Server {
 	return sh.srv
 }
 
-// NewDatabase creates an empty database on the package's server for one
-// test, starting the server if need be; see Server.NewDatabase.
-func (sh *Shared) NewDatabase(t testing.TB) string {
+// NewDatabase creates a database on the package's server for one test,
+// starting the server if need be; see Server.NewDatabase.
+func (sh *Shared) NewDatabase(t testing.TB, setup ...string) string {
 	t.Helper()
-	return sh.Server(t).NewDatabase(t)
+	return sh.Server(t).NewDatabase(t, setup...)
 }
 
 // Stop stops the server if a test started it. A later Server call finds
