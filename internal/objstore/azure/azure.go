@@ -235,10 +235,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 		return nil, err
 	}
 	if length == 0 {
-		if _, err := b.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(bytes.NewReader(nil)), nil
+		return objstore.ReadNothing(ctx, b.Stat, key)
 	}
 	o := &blob.DownloadStreamOptions{}
 	if offset > 0 || length > 0 {
@@ -345,10 +342,8 @@ func (b *Bucket) classify(err error, conditional bool) error {
 		return fmt.Errorf("access denied to container %q: check AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT/AZURE_STORAGE_KEY, or the identity's role (Storage Blob Data Contributor): %w: %w", b.name, objstore.ErrPermanent, err)
 	case notSupported(status, re):
 		return fmt.Errorf("the store does not support a feature this request needs: %w: %w", objstore.ErrPermanent, err)
-	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case status >= 400:
-		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
+		return objstore.StatusError(status, err)
 	}
 	var ae *azidentity.AuthenticationFailedError
 	if errors.As(err, &ae) || strings.Contains(err.Error(), "DefaultAzureCredential") {

@@ -269,11 +269,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 	in := &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)}
 	switch {
 	case length == 0:
-		// "bytes=N-(N-1)" is not a valid range; check existence instead.
-		if _, err := b.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(bytes.NewReader(nil)), nil
+		return objstore.ReadNothing(ctx, b.Stat, key)
 	case offset == 0 && length < 0:
 		// No Range header: a range on an empty object is answered 416.
 	case length < 0:
@@ -389,11 +385,10 @@ func (b *Bucket) classify(err error, conditional bool) error {
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
 		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
 	case code == "RequestTimeout" || code == "SlowDown" || code == "Throttling" || code == "ThrottlingException" ||
-		code == "RequestTimeTooSkewed" || code == "InternalError" || code == "ServiceUnavailable" ||
-		status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
+		code == "RequestTimeTooSkewed" || code == "InternalError" || code == "ServiceUnavailable":
 		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case status >= 400:
-		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
+		return objstore.StatusError(status, err)
 	}
 	var ce interface{ CanceledError() bool }
 	if errors.As(err, &ce) && ce.CanceledError() {

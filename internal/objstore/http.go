@@ -1,0 +1,36 @@
+package objstore
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+)
+
+// The rules below are shared by the backends that speak HTTP to their
+// store (S3, GCS, Azure), so that each states only its provider's codes.
+
+// StatusError classifies err by the HTTP status the store answered, where
+// the backend has no more precise rule: a timeout (408), throttling (429)
+// or a server error (5xx) is ErrTransient, any other 4xx ErrPermanent.
+// Below 400 (0: no HTTP answer at all) err is returned as it is.
+func StatusError(status int, err error) error {
+	switch {
+	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
+		return fmt.Errorf("%w: %w", ErrTransient, err)
+	case status >= 400:
+		return fmt.Errorf("%w: %w", ErrPermanent, err)
+	}
+	return err
+}
+
+// ReadNothing is GetRange of length 0, which no HTTP Range header can ask
+// for: the object must exist (stat says ErrNotExist otherwise), and the
+// body is empty.
+func ReadNothing(ctx context.Context, stat func(context.Context, string) (Attrs, error), key string) (io.ReadCloser, error) {
+	if _, err := stat(ctx, key); err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(nil)), nil
+}
