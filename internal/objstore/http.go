@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
+
+	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // The rules below are shared by the backends that speak HTTP to their
@@ -33,4 +36,19 @@ func ReadNothing(ctx context.Context, stat func(context.Context, string) (Attrs,
 		return nil, err
 	}
 	return io.NopCloser(bytes.NewReader(nil)), nil
+}
+
+// CheckEndpoint checks the endpoint parameter of a destination URL: an
+// http or https URL with a host, without user info, which would be printed
+// with it in every error the SDK reports. creds says where credentials go
+// instead.
+func CheckEndpoint(endpoint, creds string) error {
+	ep, err := url.Parse(endpoint)
+	if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
+		return fmt.Errorf("endpoint %s is not an http(s) URL: %w", redact.URL(endpoint), ErrPermanent)
+	}
+	if ep.User != nil {
+		return fmt.Errorf("endpoint %s carries user info: give credentials in %s instead: %w", redact.URL(endpoint), creds, ErrPermanent)
+	}
+	return nil
 }

@@ -62,3 +62,24 @@ func TestReadNothing(t *testing.T) {
 		t.Errorf("ReadNothing of a missing object: %v, want ErrNotExist", err)
 	}
 }
+
+func TestCheckEndpoint(t *testing.T) {
+	for _, ok := range []string{"http://127.0.0.1:7070", "https://s3.example.com", "https://acct.blob.core.windows.net/"} {
+		if err := objstore.CheckEndpoint(ok, "ENV"); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "127.0.0.1:7070", "ftp://host", "http://", "http://key:s3cr3t@127.0.0.1:1", "https://user@host"} {
+		err := objstore.CheckEndpoint(bad, "ENV")
+		if !errors.Is(err, objstore.ErrPermanent) {
+			t.Errorf("%q: %v, want a permanent error", bad, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("%q: the error prints the secret: %v", bad, err)
+		}
+		if strings.Contains(bad, "@") && !strings.Contains(err.Error(), "give credentials in ENV instead") {
+			t.Errorf("%q: %v does not say where credentials go", bad, err)
+		}
+	}
+}

@@ -51,7 +51,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Defaults for Options, matching the S3 backend: 16 MiB blocks, four in
@@ -160,14 +159,8 @@ func OpenURL(ctx context.Context, u *url.URL) (*Bucket, error) {
 			}
 			opts.Account = val
 		case "endpoint":
-			ep, err := url.Parse(val)
-			if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
-				return nil, fmt.Errorf("azure: endpoint %s is not an http(s) URL: %w", redact.URL(val), objstore.ErrPermanent)
-			}
-			if ep.User != nil {
-				// Credentials in the endpoint would be printed with it
-				// in every error the SDK reports.
-				return nil, fmt.Errorf("azure: endpoint %s carries user info: give credentials in AZURE_STORAGE_KEY or AZURE_STORAGE_CONNECTION_STRING instead: %w", redact.URL(val), objstore.ErrPermanent)
+			if err := objstore.CheckEndpoint(val, "AZURE_STORAGE_KEY or AZURE_STORAGE_CONNECTION_STRING"); err != nil {
+				return nil, fmt.Errorf("azure: %w", err)
 			}
 			opts.Endpoint = val
 		default:

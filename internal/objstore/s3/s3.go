@@ -48,7 +48,6 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Defaults for Options. 16 MiB parts allow objects up to 160 GB (10,000
@@ -161,14 +160,8 @@ func OpenURL(ctx context.Context, u *url.URL) (*Bucket, error) {
 		val := v[len(v)-1]
 		switch k {
 		case "endpoint":
-			ep, err := url.Parse(val)
-			if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
-				return nil, fmt.Errorf("s3: endpoint %s is not an http(s) URL: %w", redact.URL(val), objstore.ErrPermanent)
-			}
-			if ep.User != nil {
-				// Credentials in the endpoint would be printed with it
-				// in every error the SDK reports.
-				return nil, fmt.Errorf("s3: endpoint %s carries user info: give credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead: %w", redact.URL(val), objstore.ErrPermanent)
+			if err := objstore.CheckEndpoint(val, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"); err != nil {
+				return nil, fmt.Errorf("s3: %w", err)
 			}
 			opts.Endpoint = val
 		case "region":
