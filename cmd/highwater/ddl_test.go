@@ -129,9 +129,14 @@ func normalize(s, dir string) string {
 	return regexp.MustCompile(`data/[^/]+/[^/]+/part-`).ReplaceAllString(s, "data/<RUN>/<ATTEMPT>/part-")
 }
 
+// checkGolden compares got with the golden file at path; -update rewrites
+// it instead.
 func checkGolden(t *testing.T, path, got string) {
 	t.Helper()
 	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
