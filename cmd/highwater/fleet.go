@@ -21,6 +21,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/internal/progress"
 )
 
 // job is one model instance to run, or, while tenantsQuery is set, the
@@ -275,6 +276,16 @@ func (j job) logger(l *slog.Logger) *slog.Logger {
 	return l.With("tenant", *j.inst.Tenant)
 }
 
+// showProgress is env.showProgress for instance j of a fan-out: the
+// terminal has room for one progress line, so only when the instances run
+// one at a time.
+func (ff *fleetFlags) showProgress(env *environment, j job, kind progressKind) (*progress.Counter, func()) {
+	if ff.parallel != 1 {
+		return nil, func() {}
+	}
+	return env.showProgress(j.inst.String(), kind)
+}
+
 // runInstances is the fan-out of export and reconcile: it connects the
 // source, resolves the tenant lists, takes the instances of the shard and
 // runs do on each, ff.parallel at a time. The summary counts the
@@ -333,11 +344,8 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 			return line, err
 		}
 		start := time.Now()
-		// One progress line on the terminal: instances run one at a time.
-		stop := func() {}
-		if ff.parallel == 1 {
-			o.Progress, stop = env.showProgress(j.inst.String(), countRows)
-		}
+		var stop func()
+		o.Progress, stop = ff.showProgress(env, j, countRows)
 		res, err := export.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		if err == nil {

@@ -203,10 +203,8 @@ func runReconciles(ctx context.Context, env *environment, ff *fleetFlags, shard 
 		}
 		defer d.Close()
 		start := time.Now()
-		stop := func() {}
-		if ff.parallel == 1 {
-			o.Progress, stop = env.showProgress(j.inst.String(), countRowsRead)
-		}
+		var stop func()
+		o.Progress, stop = ff.showProgress(env, j, countRowsRead)
 		res, err := reconcile.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		var tenant *string
