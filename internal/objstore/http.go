@@ -28,6 +28,17 @@ func StatusError(status int, err error) error {
 	return err
 }
 
+// PutError is the error of a failed Put of key: the cause of ctx when ctx
+// is done, whatever the SDK made of the cancellation, so that callers see
+// why the upload stopped; otherwise err, the store's error as the backend
+// classified it.
+func PutError(ctx context.Context, key string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
+	}
+	return fmt.Errorf("put %s: %w", key, err)
+}
+
 // ReadNothing is GetRange of length 0, which no HTTP Range header can ask
 // for: the object must exist (stat says ErrNotExist otherwise), and the
 // body is empty.

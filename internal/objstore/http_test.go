@@ -1,7 +1,9 @@
 package objstore_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -81,5 +83,19 @@ func TestCheckEndpoint(t *testing.T) {
 		if strings.Contains(bad, "@") && !strings.Contains(err.Error(), "give credentials in ENV instead") {
 			t.Errorf("%q: %v does not say where credentials go", bad, err)
 		}
+	}
+}
+
+func TestPutError(t *testing.T) {
+	store := fmt.Errorf("%w: connection reset", objstore.ErrTransient)
+	if err := objstore.PutError(t.Context(), "a/b", store); !errors.Is(err, store) || !strings.HasPrefix(err.Error(), "put a/b: ") {
+		t.Errorf("live context: %v, want the store's error under put a/b", err)
+	}
+	why := errors.New("the run was interrupted")
+	ctx, cancel := context.WithCancelCause(t.Context())
+	cancel(why)
+	err := objstore.PutError(ctx, "a/b", store)
+	if !errors.Is(err, why) || errors.Is(err, objstore.ErrTransient) {
+		t.Errorf("cancelled context: %v, want its cause and not the store's transient error", err)
 	}
 }

@@ -208,10 +208,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 	}
 	_, err := b.c.NewBlockBlobClient(key).UploadStream(ctx, r, uo)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-		}
-		return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+		return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 	}
 	return nil
 }

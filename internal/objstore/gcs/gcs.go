@@ -126,10 +126,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 	if _, err := io.Copy(w, r); err != nil {
 		cancel()
 		_ = w.Close()
-		if ctx.Err() != nil {
-			return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-		}
-		return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+		return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 	}
 	if err := ctx.Err(); err != nil {
 		// Cancelled while the source reached its end: do not finalise.
@@ -138,10 +135,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 		return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
 	}
 	if err := w.Close(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-		}
-		return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+		return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 	}
 	return nil
 }

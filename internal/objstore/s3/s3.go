@@ -243,10 +243,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 			Bucket: aws.String(b.bucket), Key: aws.String(key), UploadId: aws.String(mf.UploadID()),
 		})
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-	}
-	return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+	return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 }
 
 // Get reads the whole object.
