@@ -327,7 +327,7 @@ func loadTable(ctx context.Context, srv *pgtest.Server, n int, reuse bool) (stri
 		return "", err
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{
+	if err := load(ctx, conn,
 		`SET synchronous_commit = off`,
 		`SET maintenance_work_mem = '1GB'`,
 		`CREATE TABLE t (id bigint NOT NULL, updated_at timestamptz NOT NULL, payload text NOT NULL, amount numeric(12,2))`,
@@ -341,10 +341,8 @@ FROM generate_series(1, %d) AS g`, n),
 		`CREATE INDEX t_updated_at_id ON t (updated_at, id)`,
 		`VACUUM (ANALYZE) t`,
 		`CHECKPOINT`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("load %d rows: %s: %w", n, firstLine(q), err)
-		}
+	); err != nil {
+		return "", fmt.Errorf("load %d rows: %w", n, err)
 	}
 	var size string
 	if err := conn.QueryRow(ctx, `SELECT pg_size_pretty(pg_total_relation_size('t'))`).Scan(&size); err != nil {
@@ -717,6 +715,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// load runs the statements that fill a bench database, in order; an error
+// names the statement by its first line.
+func load(ctx context.Context, conn *pgx.Conn, stmts ...string) error {
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", firstLine(q), err)
+		}
+	}
+	return nil
 }
 
 func firstLine(s string) string {

@@ -137,7 +137,7 @@ func loadTenantTable(ctx context.Context, srv *pgtest.Server, rows, tenants int)
 		return "", err
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{
+	if err := load(ctx, conn,
 		`SET synchronous_commit = off`,
 		`SET maintenance_work_mem = '1GB'`,
 		`CREATE TABLE t (id bigint NOT NULL, org text NOT NULL, updated_at timestamptz NOT NULL, payload text NOT NULL, amount numeric(12,2))`,
@@ -154,10 +154,8 @@ FROM generate_series(1, %d) AS g`, tenants, rows),
 		`CREATE TABLE orgs AS SELECT DISTINCT org AS name FROM t`,
 		`VACUUM (ANALYZE) t`,
 		`CHECKPOINT`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("load %d rows over %d tenants: %s: %w", rows, tenants, firstLine(q), err)
-		}
+	); err != nil {
+		return "", fmt.Errorf("load %d rows over %d tenants: %w", rows, tenants, err)
 	}
 	fmt.Printf("loaded %d rows over %d tenants in %.1fs\n", rows, tenants, time.Since(t0).Seconds())
 	return u, nil
