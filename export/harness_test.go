@@ -90,10 +90,7 @@ func (l *lake) mustExport(opts export.Options) *export.Result {
 
 func (l *lake) state() *manifest.State {
 	l.t.Helper()
-	d, err := destination.Open(context.Background(), l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	d := l.openDest()
 	st, err := manifest.NewLog(d, l.model).ReadState(context.Background())
 	if err != nil {
 		l.t.Fatal(err)
