@@ -16,10 +16,7 @@ import (
 func (l *lake) installDeleteLog(spec pgsource.InstallSpec) {
 	l.t.Helper()
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	if _, err := src.InstallDeleteLog(ctx, spec); err != nil {
 		l.t.Fatalf("install the delete log: %v", err)
@@ -29,10 +26,7 @@ func (l *lake) installDeleteLog(spec pgsource.InstallSpec) {
 func (l *lake) uninstallDeleteLog() {
 	l.t.Helper()
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	if _, err := src.UninstallDeleteLog(ctx, "public.items"); err != nil {
 		l.t.Fatalf("uninstall the delete log: %v", err)
@@ -42,10 +36,7 @@ func (l *lake) uninstallDeleteLog() {
 func (l *lake) pruneDeleteLog() {
 	l.t.Helper()
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	if _, _, err := src.PruneDeleteLog(ctx, 1); err != nil {
 		l.t.Fatalf("prune the delete log: %v", err)

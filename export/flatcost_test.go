@@ -12,9 +12,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/export"
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
@@ -119,11 +117,7 @@ func TestNoChangeCostIsFlat(t *testing.T) {
 func synthesizeHistory(t *testing.T, l *lake, first *manifest.Commit, n int) {
 	t.Helper()
 	ctx := context.Background()
-	d, err := destination.Open(ctx, l.destURL(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d := l.openDest()
 	log := manifest.NewLog(d, l.model)
 	st := &manifest.State{}
 	for i := range n {
@@ -149,16 +143,9 @@ func synthesizeHistory(t *testing.T, l *lake, first *manifest.Commit, n int) {
 func (l *lake) countedExport(opts export.Options) *countingBucket {
 	l.t.Helper()
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
-	d, err := destination.Open(ctx, l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer d.Close()
+	d := l.openDest()
 	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}}
 	d.Bucket = c
 	res, err := export.Run(ctx, src, d, d.ObjectURL, opts)
@@ -205,11 +192,7 @@ func TestResumeAcrossClockSkew(t *testing.T) {
 func (l *lake) replan(id string) string {
 	l.t.Helper()
 	ctx := context.Background()
-	d, err := destination.Open(ctx, l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer d.Close()
+	d := l.openDest()
 	log := manifest.NewLog(d, l.model)
 	st, err := log.ReadState(ctx)
 	if err != nil {

@@ -32,9 +32,7 @@ type lake struct {
 
 func newLake(t *testing.T, setup ...string) *lake {
 	t.Helper()
-	l := &lake{t: t, db: pg.NewDatabase(t), dir: t.TempDir(), model: "items"}
-	pgtest.Exec(t, l.db, setup...)
-	return l
+	return &lake{t: t, db: pg.NewDatabase(t, setup...), dir: t.TempDir(), model: "items"}
 }
 
 func (l *lake) destURL() string { return "file://" + l.dir }
@@ -92,10 +90,7 @@ func (l *lake) mustExport(opts export.Options) *export.Result {
 
 func (l *lake) state() *manifest.State {
 	l.t.Helper()
-	d, err := destination.Open(context.Background(), l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	d := l.openDest()
 	st, err := manifest.NewLog(d, l.model).ReadState(context.Background())
 	if err != nil {
 		l.t.Fatal(err)
@@ -123,14 +118,21 @@ func (l *lake) query(q string) [][]string {
 	return laketest.Query(l.t, laketest.DuckDB(l.t, paths), q)
 }
 
-// pgQuery returns rows of a source query as strings.
-func (l *lake) pgQuery(q string) [][]string {
+// source connects to the lake's source database; the caller closes it.
+func (l *lake) source(ctx context.Context) *pgsource.Source {
 	l.t.Helper()
-	ctx := context.Background()
 	src, err := pgsource.Connect(ctx, l.db)
 	if err != nil {
 		l.t.Fatal(err)
 	}
+	return src
+}
+
+// pgQuery returns rows of a source query as strings.
+func (l *lake) pgQuery(q string) [][]string {
+	l.t.Helper()
+	ctx := context.Background()
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	// The source session pins search_path to pg_catalog; tests name
 	// their tables unqualified.

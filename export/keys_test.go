@@ -183,10 +183,7 @@ func (l *lake) checkRows(table string) {
 func (l *lake) checkEveryCursor(spec pgsource.Spec) {
 	l.t.Helper()
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		l.t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	tbl, err := src.Discover(ctx, spec)
 	if err != nil {
@@ -357,10 +354,7 @@ func TestNumericCursorIsNumericOut(t *testing.T) {
 				-99999999999999999999.999999999999999999, 1.5, 0.0001, 100000000])) s ON CONFLICT DO NOTHING`,
 		`UPDATE items SET txt = id::text`)
 	ctx := context.Background()
-	src, err := pgsource.Connect(ctx, l.db)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := l.source(ctx)
 	defer src.Close(ctx)
 	tbl, err := src.Discover(ctx, pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"})
 	if err != nil {

@@ -27,11 +27,7 @@ func (l *lake) stalledExport(opts export.Options, meanwhile func(p *manifest.Pla
 		errc <- err
 	}()
 	<-stalled
-	d, err := destination.Open(context.Background(), l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer d.Close()
+	d := l.openDest()
 	log := manifest.NewLog(d, l.model)
 	runs, err := log.ListRuns(context.Background())
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 )
@@ -16,11 +15,7 @@ import (
 func (l *lake) reset(req manifest.ResetRequest) *manifest.Commit {
 	l.t.Helper()
 	ctx := context.Background()
-	d, err := destination.Open(ctx, l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer d.Close()
+	d := l.openDest()
 	req.Reason, req.User, req.Host = "replay", "u", "h"
 	c, _, err := manifest.NewLog(d, l.model).Reset(ctx, req)
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/highwater-dev/highwater/dedupe"
 	"github.com/highwater-dev/highwater/export"
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 )
 
@@ -21,11 +20,7 @@ func (l *lake) dedupe() *dedupe.Result {
 	l.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	d, err := destination.Open(ctx, l.destURL(), "")
-	if err != nil {
-		l.t.Fatal(err)
-	}
-	defer d.Close()
+	d := l.openDest()
 	res, err := dedupe.Run(ctx, d, d.ObjectURL, dedupe.Options{Model: l.model, TempDir: l.t.TempDir()})
 	if err != nil {
 		l.t.Fatalf("dedupe: %v", err)

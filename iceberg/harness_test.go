@@ -39,9 +39,7 @@ func newLake(t *testing.T, dest string, setup ...string) *lake {
 	if dest == "" {
 		dest = "file://" + t.TempDir()
 	}
-	l := &lake{t: t, db: pg.NewDatabase(t), dest: dest, model: "items"}
-	pgtest.Exec(t, l.db, setup...)
-	return l
+	return &lake{t: t, db: pg.NewDatabase(t, setup...), dest: dest, model: "items"}
 }
 
 func (l *lake) exec(sql ...string) { l.t.Helper(); pgtest.Exec(l.t, l.db, sql...) }

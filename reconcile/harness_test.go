@@ -33,10 +33,8 @@ type lake struct {
 
 func newLake(t *testing.T, setup ...string) *lake {
 	t.Helper()
-	l := &lake{t: t, db: pg.NewDatabase(t), dest: "file://" + t.TempDir(), model: "items",
+	return &lake{t: t, db: pg.NewDatabase(t, setup...), dest: "file://" + t.TempDir(), model: "items",
 		spec: pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}}
-	pgtest.Exec(t, l.db, setup...)
-	return l
 }
 
 func (l *lake) exec(sql ...string) {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -43,24 +42,11 @@ func (l *pgLake) close() { l.srv.Stop() }
 func (l *pgLake) load(ctx context.Context) error {
 	t0 := time.Now()
 	name := fmt.Sprintf("bench_dedupe_%d", l.cfg.rows)
-	pu, err := url.Parse(l.srv.URL)
+	db, err := l.srv.CreateDatabase(ctx, name)
 	if err != nil {
 		return err
 	}
-	pu.Path = "/" + name
-	l.db = pu.String()
-	conn, err := pgx.Connect(ctx, l.srv.URL)
-	if err != nil {
-		return err
-	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return fmt.Errorf("create database %s: %w", name, err)
-	}
+	l.db = db
 	if err := l.exec(ctx,
 		`SET synchronous_commit = off`,
 		`SET maintenance_work_mem = '512MB'`,

@@ -42,7 +42,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -58,6 +57,7 @@ import (
 
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/internal/destination"
+	"github.com/highwater-dev/highwater/internal/memstat"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 	"github.com/highwater-dev/highwater/watermark"
@@ -304,12 +304,10 @@ func restart(dataDir string) error {
 func loadTable(ctx context.Context, srv *pgtest.Server, n int, reuse bool) (string, error) {
 	t0 := time.Now()
 	name := fmt.Sprintf("bench_%d", n)
-	pu, err := url.Parse(srv.URL)
+	u, err := srv.DatabaseURL(name)
 	if err != nil {
 		return "", err
 	}
-	pu.Path = "/" + name
-	u := pu.String()
 	if reuse {
 		if conn, err := pgx.Connect(ctx, u); err == nil {
 			var got int
@@ -321,24 +319,15 @@ func loadTable(ctx context.Context, srv *pgtest.Server, n int, reuse bool) (stri
 			}
 		}
 	}
-	conn, err := pgx.Connect(ctx, srv.URL)
-	if err != nil {
+	if _, err := srv.CreateDatabase(ctx, name); err != nil {
 		return "", err
 	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return "", err
-	}
-	conn, err = pgx.Connect(ctx, u)
+	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{
+	if err := load(ctx, conn,
 		`SET synchronous_commit = off`,
 		`SET maintenance_work_mem = '1GB'`,
 		`CREATE TABLE t (id bigint NOT NULL, updated_at timestamptz NOT NULL, payload text NOT NULL, amount numeric(12,2))`,
@@ -352,10 +341,8 @@ FROM generate_series(1, %d) AS g`, n),
 		`CREATE INDEX t_updated_at_id ON t (updated_at, id)`,
 		`VACUUM (ANALYZE) t`,
 		`CHECKPOINT`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("load %d rows: %s: %w", n, firstLine(q), err)
-		}
+	); err != nil {
+		return "", fmt.Errorf("load %d rows: %w", n, err)
 	}
 	var size string
 	if err := conn.QueryRow(ctx, `SELECT pg_size_pretty(pg_total_relation_size('t'))`).Scan(&size); err != nil {
@@ -490,23 +477,9 @@ func runBinary(ctx context.Context, bin string, args ...string) (exportRun, stri
 	err := cmd.Start()
 	var hwm int64
 	if err == nil {
-		done := make(chan struct{})
-		go func() { // VmHWM of the child's own address space, see exportRun.hwm
-			tick := time.NewTicker(20 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				if v := vmHWM(cmd.Process.Pid); v > hwm {
-					hwm = v
-				}
-				select {
-				case <-done:
-					return
-				case <-tick.C:
-				}
-			}
-		}()
+		stop := memstat.Sample(cmd.Process.Pid, 20*time.Millisecond) // see exportRun.hwm
 		err = cmd.Wait()
-		close(done)
+		hwm = stop()
 	}
 	wall := time.Since(t0)
 	if err != nil {
@@ -693,21 +666,6 @@ func watchHeap(path string) func() {
 	return func() { close(done); <-finished }
 }
 
-// vmHWM reads a process's peak RSS in bytes from /proc, or 0.
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
-}
-
 func dirSize(dir string) (int64, int) {
 	var size int64
 	var files int
@@ -757,6 +715,17 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// load runs the statements that fill a bench database, in order; an error
+// names the statement by its first line.
+func load(ctx context.Context, conn *pgx.Conn, stmts ...string) error {
+	for _, q := range stmts {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", firstLine(q), err)
+		}
+	}
+	return nil
 }
 
 func firstLine(s string) string {

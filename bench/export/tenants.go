@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,30 +128,16 @@ models:
 func loadTenantTable(ctx context.Context, srv *pgtest.Server, rows, tenants int) (string, error) {
 	t0 := time.Now()
 	name := fmt.Sprintf("bench_tenants_%d_%d", rows, tenants)
-	pu, err := url.Parse(srv.URL)
+	u, err := srv.CreateDatabase(ctx, name)
 	if err != nil {
 		return "", err
 	}
-	pu.Path = "/" + name
-	u := pu.String()
-	conn, err := pgx.Connect(ctx, srv.URL)
-	if err != nil {
-		return "", err
-	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE "+name)
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return "", err
-	}
-	conn, err = pgx.Connect(ctx, u)
+	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
 		return "", err
 	}
 	defer conn.Close(ctx)
-	for _, q := range []string{
+	if err := load(ctx, conn,
 		`SET synchronous_commit = off`,
 		`SET maintenance_work_mem = '1GB'`,
 		`CREATE TABLE t (id bigint NOT NULL, org text NOT NULL, updated_at timestamptz NOT NULL, payload text NOT NULL, amount numeric(12,2))`,
@@ -169,10 +154,8 @@ FROM generate_series(1, %d) AS g`, tenants, rows),
 		`CREATE TABLE orgs AS SELECT DISTINCT org AS name FROM t`,
 		`VACUUM (ANALYZE) t`,
 		`CHECKPOINT`,
-	} {
-		if _, err := conn.Exec(ctx, q); err != nil {
-			return "", fmt.Errorf("load %d rows over %d tenants: %s: %w", rows, tenants, firstLine(q), err)
-		}
+	); err != nil {
+		return "", fmt.Errorf("load %d rows over %d tenants: %w", rows, tenants, err)
 	}
 	fmt.Printf("loaded %d rows over %d tenants in %.1fs\n", rows, tenants, time.Since(t0).Seconds())
 	return u, nil

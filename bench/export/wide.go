@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"path/filepath"
 	"time"
 
@@ -21,25 +20,12 @@ var wideSizesMiB = []int{1, 5, 10, 20, 40, 50}
 // them (issue 9, item 13).
 func measureWide(ctx context.Context, cfg config, srv *pgtest.Server, rows int) error {
 	t0 := time.Now()
-	pu, err := url.Parse(srv.URL)
+	u, err := srv.CreateDatabase(ctx, "bench_wide")
 	if err != nil {
 		return err
 	}
-	pu.Path = "/bench_wide"
-	u := pu.String()
-	conn, err := pgx.Connect(ctx, srv.URL)
+	conn, err := pgx.Connect(ctx, u)
 	if err != nil {
-		return err
-	}
-	_, err = conn.Exec(ctx, "DROP DATABASE IF EXISTS bench_wide WITH (FORCE)")
-	if err == nil {
-		_, err = conn.Exec(ctx, "CREATE DATABASE bench_wide")
-	}
-	conn.Close(ctx)
-	if err != nil {
-		return err
-	}
-	if conn, err = pgx.Connect(ctx, u); err != nil {
 		return err
 	}
 	defer conn.Close(ctx)

@@ -18,12 +18,11 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/highwater-dev/highwater/internal/memstat"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 )
 
@@ -101,43 +100,11 @@ func measure(ctx context.Context, bin string, args []string, want int) (result, 
 	if err := cmd.Start(); err != nil {
 		return result{}, err
 	}
-	var hwm int64
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		tick := time.NewTicker(20 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			hwm = max(hwm, vmHWM(cmd.Process.Pid))
-			select {
-			case <-done:
-				return
-			case <-tick.C:
-			}
-		}
-	}()
+	stop := memstat.Sample(cmd.Process.Pid, 20*time.Millisecond)
 	err := cmd.Wait()
-	close(done)
-	<-sampled
-	r := result{wall: time.Since(t0), hwm: hwm}
+	r := result{wall: time.Since(t0), hwm: stop()}
 	if code := cmd.ProcessState.ExitCode(); code != want {
 		return r, fmt.Errorf("highwater %s: exit %d (%v)\n%s%s", args[0], code, err, stdout.String(), stderr.String())
 	}
 	return r, nil
-}
-
-// vmHWM reads a process's peak RSS in bytes from /proc, or 0.
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }

@@ -39,8 +39,7 @@ var typesTable = []string{
 }
 
 func TestDDL(t *testing.T) {
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db, typesTable...)
+	db := pg.NewDatabase(t, typesTable...)
 	dir := t.TempDir()
 	dest := "file://" + dir
 	exportArgs := []string{"export", "--source", db, "--table", `public."Types"`, "--primary-key", "id",
@@ -130,9 +129,14 @@ func normalize(s, dir string) string {
 	return regexp.MustCompile(`data/[^/]+/[^/]+/part-`).ReplaceAllString(s, "data/<RUN>/<ATTEMPT>/part-")
 }
 
+// checkGolden compares got with the golden file at path; -update rewrites
+// it instead.
 func checkGolden(t *testing.T, path, got string) {
 	t.Helper()
 	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -28,8 +28,7 @@ import (
 // uses, its estimate is near the interval's rows, and --json keeps the
 // shape of its golden files.
 func TestExportDryRun(t *testing.T) {
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db,
+	db := pg.NewDatabase(t,
 		`CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz, name text)`,
 		`INSERT INTO items SELECT g, now() - interval '1 hour' + g * interval '1 ms', 'n' || g FROM generate_series(1, 500) g`,
 		`ANALYZE items`)
@@ -200,8 +199,7 @@ func snapshot(t *testing.T, dir string) map[string]string {
 // it was. The export then resumes exactly that run.
 func TestExportDryRunOfAnUnfinishedRun(t *testing.T) {
 	bin := buildBinary(t)
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db,
+	db := pg.NewDatabase(t,
 		`CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz, name text)`,
 		`INSERT INTO items SELECT g, now() - interval '1 hour' + g * interval '1 ms', repeat('n', 50) || g FROM generate_series(1, 5000) g`,
 		`ANALYZE items`)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/pgsource"
+	"github.com/highwater-dev/highwater/internal/progress"
 )
 
 // job is one model instance to run, or, while tenantsQuery is set, the
@@ -252,6 +254,38 @@ type fanOut struct {
 	outMu sync.Mutex
 }
 
+// open takes slot's source connection and opens j's destination, which
+// the caller closes.
+func (f *fanOut) open(ctx context.Context, slot int, destURL string, j job) (*pgsource.Source, *destination.Destination, error) {
+	src, err := f.pool.get(ctx, slot)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := destination.OpenTenant(ctx, destURL, j.opts.Source.Tenant)
+	if err != nil {
+		return nil, nil, err
+	}
+	return src, d, nil
+}
+
+// logger is l with the tenant of j's instance, if it has one.
+func (j job) logger(l *slog.Logger) *slog.Logger {
+	if j.inst.Tenant == nil {
+		return l
+	}
+	return l.With("tenant", *j.inst.Tenant)
+}
+
+// showProgress is env.showProgress for instance j of a fan-out: the
+// terminal has room for one progress line, so only when the instances run
+// one at a time.
+func (ff *fleetFlags) showProgress(env *environment, j job, kind progressKind) (*progress.Counter, func()) {
+	if ff.parallel != 1 {
+		return nil, func() {}
+	}
+	return env.showProgress(j.inst.String(), kind)
+}
+
 // runInstances is the fan-out of export and reconcile: it connects the
 // source, resolves the tenant lists, takes the instances of the shard and
 // runs do on each, ff.parallel at a time. The summary counts the
@@ -292,14 +326,8 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		pool, outMu := f.pool, &f.outMu
 		o := j.opts
 		o.Advice = advice
-		if j.inst.Tenant != nil {
-			o.Logger = o.Logger.With("tenant", *j.inst.Tenant)
-		}
-		src, err := pool.get(ctx, slot)
-		if err != nil {
-			return "", err
-		}
-		d, err := destination.OpenTenant(ctx, destURL, o.Source.Tenant)
+		o.Logger = j.logger(o.Logger)
+		src, d, err := f.open(ctx, slot, destURL, j)
 		if err != nil {
 			return "", err
 		}
@@ -316,11 +344,8 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 			return line, err
 		}
 		start := time.Now()
-		// One progress line on the terminal: instances run one at a time.
-		stop := func() {}
-		if ff.parallel == 1 {
-			o.Progress, stop = env.showProgress(j.inst.String(), countRows)
-		}
+		var stop func()
+		o.Progress, stop = ff.showProgress(env, j, countRows)
 		res, err := export.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		if err == nil {

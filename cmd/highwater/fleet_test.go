@@ -58,8 +58,7 @@ func parseSummary(t *testing.T, out string) summaryJSON {
 // setupOrgs makes a table of events over the given tenants, with the
 // tenant index, and a table orgs naming them; tenant i has 40+3i rows.
 func setupOrgs(t *testing.T, tenants []string) string {
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db,
+	db := pg.NewDatabase(t,
 		`CREATE TABLE orgs (name text PRIMARY KEY)`,
 		`CREATE TABLE events (id bigint PRIMARY KEY, org text NOT NULL, updated_at timestamptz NOT NULL, v int)`,
 		`CREATE INDEX ON events (org, updated_at, id)`)

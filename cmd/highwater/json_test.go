@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -51,23 +50,7 @@ func TestJSONShapes(t *testing.T) {
 			}
 		}
 		got := normalizeJSON(out, strings.TrimPrefix(dest, "file://"))
-		path := filepath.Join("testdata", "json", s.golden+".golden")
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if got != string(want) {
-			t.Errorf("%s --json changed shape:\ngot:\n%s\nwant:\n%s", s.golden, got, want)
-		}
+		checkGolden(t, filepath.Join("testdata", "json", s.golden+".golden"), got)
 	}
 }
 

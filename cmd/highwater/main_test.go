@@ -32,8 +32,7 @@ func withPassword(dbURL, password string) string {
 const secret = "s3cr3t-Pa55word"
 
 func setupItems(t *testing.T) (db, dest string) {
-	db = pg.NewDatabase(t)
-	pgtest.Exec(t, db,
+	db = pg.NewDatabase(t,
 		`CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz, name text)`,
 		`INSERT INTO items SELECT g, now() - interval '1 hour' + g * interval '1 ms', 'n' || g FROM generate_series(1, 500) g`)
 	return withPassword(db, secret), "file://" + t.TempDir()

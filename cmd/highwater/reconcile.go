@@ -13,7 +13,6 @@ import (
 
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/internal/config"
-	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/reconcile"
@@ -197,23 +196,15 @@ func runReconciles(ctx context.Context, env *environment, ff *fleetFlags, shard 
 		pool, outMu := f.pool, &f.outMu
 		o := tmpl
 		o.Model, o.Source = j.opts.Model, j.opts.Source
-		if j.inst.Tenant != nil {
-			o.Logger = o.Logger.With("tenant", *j.inst.Tenant)
-		}
-		src, err := pool.get(ctx, slot)
-		if err != nil {
-			return "", err
-		}
-		d, err := destination.OpenTenant(ctx, destURL, o.Source.Tenant)
+		o.Logger = j.logger(o.Logger)
+		src, d, err := f.open(ctx, slot, destURL, j)
 		if err != nil {
 			return "", err
 		}
 		defer d.Close()
 		start := time.Now()
-		stop := func() {}
-		if ff.parallel == 1 {
-			o.Progress, stop = env.showProgress(j.inst.String(), countRowsRead)
-		}
+		var stop func()
+		o.Progress, stop = ff.showProgress(env, j, countRowsRead)
 		res, err := reconcile.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		var tenant *string

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/highwater-dev/highwater/internal/pgtest"
 )
 
 // TestErrorsShowTheTemplateAsWritten runs the error paths that print a
@@ -18,8 +16,7 @@ func TestErrorsShowTheTemplateAsWritten(t *testing.T) {
 	lake := "file://" + filepath.Join(dir, "lake")
 	// A real source, so that the export reaches the destination whatever
 	// check finds its error.
-	db := pg.NewDatabase(t)
-	pgtest.Exec(t, db, `CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz, org text)`)
+	db := pg.NewDatabase(t, `CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz, org text)`)
 	export := func(dest string, extra ...string) []string {
 		args := []string{"export", "--source", db, "--dest", dest, "--table", "items", "--primary-key", "id", "--modified-at", "updated_at"}
 		if len(extra) > 0 {

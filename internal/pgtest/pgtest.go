@@ -241,9 +241,9 @@ func (s *Server) CatchUp(ctx context.Context, primary *Server) error {
 	}
 }
 
-// NewDatabase creates an empty database for one test and returns its URL.
-// It is dropped when the test ends.
-func (s *Server) NewDatabase(t testing.TB) string {
+// NewDatabase creates a database for one test, runs the setup statements
+// in it (as Exec) and returns its URL. It is dropped when the test ends.
+func (s *Server) NewDatabase(t testing.TB, setup ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -268,12 +268,14 @@ func (s *Server) NewDatabase(t testing.TB) string {
 		defer conn.Close(ctx)
 		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 	})
-	u, err := url.Parse(s.URL)
+	u, err := s.DatabaseURL(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Path = "/" + name
-	return u.String()
+	if len(setup) > 0 {
+		Exec(t, u, setup...)
+	}
+	return u
 }
 
 // Exec runs SQL statements against a database URL, failing the test on error.
@@ -343,11 +345,11 @@ func (sh *Shared) Server(t testing.TB) *Server {
 	return sh.srv
 }
 
-// NewDatabase creates an empty database on the package's server for one
-// test, starting the server if need be; see Server.NewDatabase.
-func (sh *Shared) NewDatabase(t testing.TB) string {
+// NewDatabase creates a database on the package's server for one test,
+// starting the server if need be; see Server.NewDatabase.
+func (sh *Shared) NewDatabase(t testing.TB, setup ...string) string {
 	t.Helper()
-	return sh.Server(t).NewDatabase(t)
+	return sh.Server(t).NewDatabase(t, setup...)
 }
 
 // Stop stops the server if a test started it. A later Server call finds

@@ -51,7 +51,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Defaults for Options, matching the S3 backend: 16 MiB blocks, four in
@@ -160,14 +159,8 @@ func OpenURL(ctx context.Context, u *url.URL) (*Bucket, error) {
 			}
 			opts.Account = val
 		case "endpoint":
-			ep, err := url.Parse(val)
-			if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
-				return nil, fmt.Errorf("azure: endpoint %s is not an http(s) URL: %w", redact.URL(val), objstore.ErrPermanent)
-			}
-			if ep.User != nil {
-				// Credentials in the endpoint would be printed with it
-				// in every error the SDK reports.
-				return nil, fmt.Errorf("azure: endpoint %s carries user info: give credentials in AZURE_STORAGE_KEY or AZURE_STORAGE_CONNECTION_STRING instead: %w", redact.URL(val), objstore.ErrPermanent)
+			if err := objstore.CheckEndpoint(val, "AZURE_STORAGE_KEY or AZURE_STORAGE_CONNECTION_STRING"); err != nil {
+				return nil, fmt.Errorf("azure: %w", err)
 			}
 			opts.Endpoint = val
 		default:
@@ -215,10 +208,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 	}
 	_, err := b.c.NewBlockBlobClient(key).UploadStream(ctx, r, uo)
 	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-		}
-		return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+		return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 	}
 	return nil
 }
@@ -235,10 +225,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 		return nil, err
 	}
 	if length == 0 {
-		if _, err := b.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(bytes.NewReader(nil)), nil
+		return objstore.ReadNothing(ctx, b.Stat, key)
 	}
 	o := &blob.DownloadStreamOptions{}
 	if offset > 0 || length > 0 {
@@ -345,10 +332,8 @@ func (b *Bucket) classify(err error, conditional bool) error {
 		return fmt.Errorf("access denied to container %q: check AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT/AZURE_STORAGE_KEY, or the identity's role (Storage Blob Data Contributor): %w: %w", b.name, objstore.ErrPermanent, err)
 	case notSupported(status, re):
 		return fmt.Errorf("the store does not support a feature this request needs: %w: %w", objstore.ErrPermanent, err)
-	case status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
-		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case status >= 400:
-		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
+		return objstore.StatusError(status, err)
 	}
 	var ae *azidentity.AuthenticationFailedError
 	if errors.As(err, &ae) || strings.Contains(err.Error(), "DefaultAzureCredential") {

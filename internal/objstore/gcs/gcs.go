@@ -126,10 +126,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 	if _, err := io.Copy(w, r); err != nil {
 		cancel()
 		_ = w.Close()
-		if ctx.Err() != nil {
-			return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-		}
-		return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+		return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 	}
 	if err := ctx.Err(); err != nil {
 		// Cancelled while the source reached its end: do not finalise.
@@ -138,10 +135,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 		return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
 	}
 	if err := w.Close(); err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-		}
-		return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+		return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 	}
 	return nil
 }
@@ -157,10 +151,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 		return nil, err
 	}
 	if length == 0 {
-		if _, err := b.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(bytes.NewReader(nil)), nil
+		return objstore.ReadNothing(ctx, b.Stat, key)
 	}
 	rc, err := b.bkt.Object(key).NewRangeReader(ctx, offset, length)
 	if err != nil {
@@ -260,10 +251,8 @@ func (b *Bucket) classify(err error, conditional bool) error {
 		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return fmt.Errorf("access denied to bucket %q: check GOOGLE_APPLICATION_CREDENTIALS (or 'gcloud auth application-default login') and the bucket's IAM roles: %w: %w", b.name, objstore.ErrPermanent, err)
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case code >= 400:
-		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
+		return objstore.StatusError(code, err)
 	}
 	return err
 }

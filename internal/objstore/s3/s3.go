@@ -48,7 +48,6 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
-	"github.com/highwater-dev/highwater/internal/redact"
 )
 
 // Defaults for Options. 16 MiB parts allow objects up to 160 GB (10,000
@@ -161,14 +160,8 @@ func OpenURL(ctx context.Context, u *url.URL) (*Bucket, error) {
 		val := v[len(v)-1]
 		switch k {
 		case "endpoint":
-			ep, err := url.Parse(val)
-			if err != nil || (ep.Scheme != "http" && ep.Scheme != "https") || ep.Host == "" {
-				return nil, fmt.Errorf("s3: endpoint %s is not an http(s) URL: %w", redact.URL(val), objstore.ErrPermanent)
-			}
-			if ep.User != nil {
-				// Credentials in the endpoint would be printed with it
-				// in every error the SDK reports.
-				return nil, fmt.Errorf("s3: endpoint %s carries user info: give credentials in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY instead: %w", redact.URL(val), objstore.ErrPermanent)
+			if err := objstore.CheckEndpoint(val, "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"); err != nil {
+				return nil, fmt.Errorf("s3: %w", err)
 			}
 			opts.Endpoint = val
 		case "region":
@@ -250,10 +243,7 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 			Bucket: aws.String(b.bucket), Key: aws.String(key), UploadId: aws.String(mf.UploadID()),
 		})
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("put %s: %w", key, context.Cause(ctx))
-	}
-	return fmt.Errorf("put %s: %w", key, b.classify(err, opts.IfNotExist))
+	return objstore.PutError(ctx, key, b.classify(err, opts.IfNotExist))
 }
 
 // Get reads the whole object.
@@ -269,11 +259,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, offset, length int64)
 	in := &s3.GetObjectInput{Bucket: aws.String(b.bucket), Key: aws.String(key)}
 	switch {
 	case length == 0:
-		// "bytes=N-(N-1)" is not a valid range; check existence instead.
-		if _, err := b.Stat(ctx, key); err != nil {
-			return nil, err
-		}
-		return io.NopCloser(bytes.NewReader(nil)), nil
+		return objstore.ReadNothing(ctx, b.Stat, key)
 	case offset == 0 && length < 0:
 		// No Range header: a range on an empty object is answered 416.
 	case length < 0:
@@ -389,11 +375,10 @@ func (b *Bucket) classify(err error, conditional bool) error {
 	case code == "NoSuchKey" || code == "NotFound" || status == http.StatusNotFound:
 		return fmt.Errorf("%w: %w", objstore.ErrNotExist, err)
 	case code == "RequestTimeout" || code == "SlowDown" || code == "Throttling" || code == "ThrottlingException" ||
-		code == "RequestTimeTooSkewed" || code == "InternalError" || code == "ServiceUnavailable" ||
-		status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500:
+		code == "RequestTimeTooSkewed" || code == "InternalError" || code == "ServiceUnavailable":
 		return fmt.Errorf("%w: %w", objstore.ErrTransient, err)
 	case status >= 400:
-		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
+		return objstore.StatusError(status, err)
 	}
 	var ce interface{ CanceledError() bool }
 	if errors.As(err, &ce) && ce.CanceledError() {
