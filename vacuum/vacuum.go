@@ -141,7 +141,7 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 			opts.Failpoint("vacuum-mid-delete")
 		}
 		if err := b.Delete(ctx, log.Key(k)); err != nil {
-			return res, fmt.Errorf("delete %s: %w", k, err)
+			return res, fmt.Errorf("delete %q: %w", k, err)
 		}
 		res.Deleted = append(res.Deleted, k)
 		res.Bytes += objects[k]
@@ -150,7 +150,7 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 	}
 	for _, k := range pruned {
 		if err := b.Delete(ctx, log.Key(k)); err != nil {
-			return res, fmt.Errorf("delete %s: %w", k, err)
+			return res, fmt.Errorf("delete %q: %w", k, err)
 		}
 		res.Pruned = append(res.Pruned, k)
 	}
