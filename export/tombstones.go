@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/highwater-dev/highwater/internal/pgsource"
@@ -56,12 +57,18 @@ func (r *runner) checkDeleteLog(ctx context.Context) error {
 }
 
 // watermarkInstant says from when the log must vouch for every delete
-// (no install and no TRUNCATE since): from the watermark of the commit
-// that set it, and, for a date modified-at column, from the source's
-// clock when that commit's run was planned: the watermark is that run's
-// day, read again by the next run, and its midnight lies before whatever
-// that run already saw (a TRUNCATE, the log's install). Other kinds'
-// watermarks are their instants (nil: the watermark itself). An
+// (no install and no TRUNCATE since): see deleteLogSince.
+func (r *runner) watermarkInstant(ctx context.Context) (*string, *time.Time, error) {
+	return deleteLogSince(ctx, r.log, r.opts.Model, r.table.ModKind, r.plan.PrevWatermark, r.logger)
+}
+
+// deleteLogSince says from when the delete log must vouch for every
+// delete of a run planned on the watermark wm: from the watermark of the
+// commit that set it, and, for a date modified-at column, from the
+// source's clock when that commit's run was planned: the watermark is that
+// run's day, read again by the next run, and its midnight lies before
+// whatever that run already saw (a TRUNCATE, the log's install). Other
+// kinds' watermarks are their instants (nil: the watermark itself). An
 // unreadable plan leaves the watermark's midnight, which is stricter.
 //
 // A reset is not where the lake stood: it removed no file, so the lake
@@ -69,33 +76,33 @@ func (r *runner) checkDeleteLog(ctx context.Context) error {
 // had read, and that commit's watermark is where the log must vouch from.
 // Only the horizon is checked against the replay's lower bound, since the
 // replay reads the interval's deletes again.
-func (r *runner) watermarkInstant(ctx context.Context) (*string, *time.Time, error) {
-	since := r.plan.PrevWatermark
+func deleteLogSince(ctx context.Context, log *manifest.Log, model string, kind watermark.Kind, wm *string, logger *slog.Logger) (*string, *time.Time, error) {
+	since := wm
 	if since == nil {
 		return nil, nil, nil
 	}
-	st, err := r.log.ReadState(ctx)
+	st, err := log.ReadState(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
+		return nil, nil, fmt.Errorf("read the state of %s: %w", model, err)
 	}
-	c, err := r.log.ReadCommit(ctx, st.LastWatermarkSeq)
+	c, err := log.ReadCommit(ctx, st.LastWatermarkSeq)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read commit %d of %s: %w", st.LastWatermarkSeq, r.opts.Model, err)
+		return nil, nil, fmt.Errorf("read commit %d of %s: %w", st.LastWatermarkSeq, model, err)
 	}
 	for c.Kind == manifest.KindReset {
-		prev, err := r.beforeReset(ctx, c.Seq)
+		prev, err := beforeReset(ctx, log, model, c.Seq)
 		if err != nil || prev == nil || prev.Watermark == nil {
-			r.logger.Info("the commit before the reset is unreadable: the delete log is checked from the reset's watermark", "seq", c.Seq)
+			logger.Info("the commit before the reset is unreadable: the delete log is checked from the reset's watermark", "seq", c.Seq)
 			return since, nil, nil
 		}
 		c, since = prev, prev.Watermark
 	}
-	if r.table.ModKind != watermark.Date {
+	if kind != watermark.Date {
 		return since, nil, nil
 	}
-	p, err := r.log.ReadPlan(ctx, c.RunID)
+	p, err := log.ReadPlan(ctx, c.RunID)
 	if err != nil || p.HWVersion == 0 {
-		r.logger.Info("the plan of the run that set the watermark is gone: the delete log is checked from the watermark's midnight", "run", c.RunID)
+		logger.Info("the plan of the run that set the watermark is gone: the delete log is checked from the watermark's midnight", "run", c.RunID)
 		return since, nil, nil
 	}
 	at := time.UnixMicro(p.HWVersion)
@@ -104,11 +111,11 @@ func (r *runner) watermarkInstant(ctx context.Context) (*string, *time.Time, err
 
 // beforeReset is the newest commit before seq that moved the watermark,
 // nil if there is none.
-func (r *runner) beforeReset(ctx context.Context, seq int64) (*manifest.Commit, error) {
+func beforeReset(ctx context.Context, log *manifest.Log, model string, seq int64) (*manifest.Commit, error) {
 	for s := seq - 1; s > 0; s-- {
-		c, err := r.log.ReadCommit(ctx, s)
+		c, err := log.ReadCommit(ctx, s)
 		if err != nil {
-			return nil, fmt.Errorf("read commit %d of %s: %w", s, r.opts.Model, err)
+			return nil, fmt.Errorf("read commit %d of %s: %w", s, model, err)
 		}
 		if manifest.MovesWatermark(c.Kind) {
 			return c, nil
@@ -158,14 +165,15 @@ func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files
 		return metrics, nil, err
 	}
 	w := &fileWriter{r: r, files: files, metrics: metrics}
+	var counted int64 // the pages the batches carry
 	read := func(ctx context.Context, out chan<- *batch) error {
-		return r.readTombstones(ctx, after, rowsLast, bt, out)
+		return r.readTombstones(ctx, after, rowsLast, bt, &counted, out)
 	}
 	if err := pipeline(ctx, w, read, bt.release); err != nil {
 		return w.metrics, nil, err
 	}
 	metrics = w.metrics
-	metrics.Pages += dl.Pages
+	metrics.Pages += dl.Pages - counted
 	if err := dl.Check(ctx, p.Interval.From, r.since, r.sinceAt); err != nil {
 		return metrics, nil, err
 	}
@@ -176,7 +184,14 @@ func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files
 // readTombstones is the read stage of the tombstone phase: the log's
 // entries after the position after, in batches whose First and Last are
 // the rows' last cursor. It closes out once the log is read.
-func (r *runner) readTombstones(ctx context.Context, after, rowsLast *manifest.Cursor, bt *batcher, out chan<- *batch) error {
+//
+// Each batch carries, in its metrics, the pages that began with one of its
+// entries, and counted adds them up: the checkpoint of a file then counts
+// the pages of what it holds, and no more. A resumed attempt reads the
+// entries after the file again, and counts the pages it runs for them, so
+// that no page is counted twice; the pages no entry began (the last,
+// empty one) are the run's own, added at the end.
+func (r *runner) readTombstones(ctx context.Context, after, rowsLast *manifest.Cursor, bt *batcher, counted *int64, out chan<- *batch) error {
 	dl := r.deleteLog
 	pages := dl.Pages
 	var b *batch
@@ -192,6 +207,8 @@ func (r *runner) readTombstones(ctx context.Context, after, rowsLast *manifest.C
 			}
 			b.first, b.last = rowsLast, rowsLast
 		}
+		b.metrics.Pages += dl.Pages - *counted
+		*counted = dl.Pages
 		if err := r.mapping.AppendBatch(b.rows, tb.Values, r.plan.HWVersion, true); err != nil {
 			return fmt.Errorf("convert tombstone: %w", err)
 		}

@@ -63,6 +63,11 @@ func (l *Log) Live(ctx context.Context, st *State, p *Plan) error {
 		if err != nil {
 			return err
 		}
+		// The run's own commit, which Ended finds until a vacuum forgets
+		// the run: a backfill's or a repair's does not kill its kind.
+		if c.RunID == p.RunID {
+			return fmt.Errorf("run %s: %w at seq %d", p.RunID, ErrCommitted, seq)
+		}
 		if Kills(p.Kind, c) {
 			return fmt.Errorf("run %s, planned on seq %d: %w: seq %d (%s) replaced files",
 				p.RunID, p.BaseSeq, ErrSuperseded, seq, c.Kind)

@@ -28,7 +28,13 @@ type State struct {
 	Schema *Schema `json:"schema,omitempty"`
 	// SchemaHistory records at which seq each schema id first appeared.
 	SchemaHistory []SchemaChange `json:"schema_history,omitempty"`
-	// Runs maps every committed run to its commit's seq.
+	// Runs maps the committed runs to their commits' seqs: every one
+	// until a vacuum forgets it (Commit.Forgotten), which it does once it
+	// has deleted the run's plan and checkpoints, so that the map does not
+	// grow with every run forever. It is a shortcut for those who list
+	// runs (Ended); Live needs no entry to refuse an attempt of a
+	// committed run: its commit moved the watermark past the attempt's
+	// base, or lies after that base, where Live finds it.
 	Runs map[string]int64 `json:"runs,omitempty"`
 	// Abandoned holds the runs a vacuum declared dead.
 	Abandoned map[string]int64 `json:"abandoned,omitempty"`
@@ -121,6 +127,9 @@ func (s *State) apply(c *Commit) {
 			s.Runs = make(map[string]int64)
 		}
 		s.Runs[c.RunID] = c.Seq
+	}
+	for _, r := range c.Forgotten {
+		delete(s.Runs, r)
 	}
 	for _, r := range c.Abandoned {
 		if s.Abandoned == nil {

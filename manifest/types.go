@@ -346,6 +346,11 @@ type Commit struct {
 	// Abandoned lists runs that a vacuum declared dead: they can no longer
 	// commit, and their files may be deleted.
 	Abandoned []string `json:"abandoned,omitempty"`
+	// Forgotten lists committed runs that a vacuum took out of the state's
+	// Runs once it had deleted their plans and checkpoints: nothing lists
+	// them any more, and Live refuses an attempt of one without them (see
+	// State.Runs).
+	Forgotten []string `json:"forgotten,omitempty"`
 	Schema    *Schema  `json:"schema,omitempty"`
 	Metrics   *Metrics `json:"metrics,omitempty"`
 	Warnings  []string `json:"warnings,omitempty"`

@@ -57,6 +57,9 @@ type Result struct {
 	// Pruned lists the run metadata deleted (prunableRuns), relative to
 	// the model's root.
 	Pruned []string
+	// Forgotten lists the committed runs whose metadata is gone, which
+	// this vacuum took out of the state in a commit of its own (or would).
+	Forgotten []string
 }
 
 // Run deletes objects that no reader can see: files removed from the
@@ -104,7 +107,8 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 	}); err != nil {
 		return nil, fmt.Errorf("list the data of %s: %w", opts.Model, err)
 	}
-	declare, err := findAbandoned(ctx, log, st, history, objects, cutoff)
+	committed := committedRuns(history)
+	declare, err := findAbandoned(ctx, log, st, committed, history, objects, cutoff)
 	if err != nil {
 		return nil, err
 	}
@@ -118,16 +122,17 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 		res.Declared = declare
 	}
 	doomed := deletable(st, objects, cutoff, res.Declared)
-	pruned, err := prunableRuns(ctx, b, log, st, history, cutoff)
+	pruned, err := prunableRuns(ctx, b, log, st, committed, history, cutoff)
 	if err != nil {
 		return nil, err
 	}
+	forget := forgettable(st, history, cutoff)
 	if opts.DryRun {
 		for _, k := range doomed {
 			res.Deleted = append(res.Deleted, k)
 			res.Bytes += objects[k]
 		}
-		res.Pruned = pruned
+		res.Pruned, res.Forgotten = pruned, forget
 		return res, nil
 	}
 	if opts.BeforeDelete != nil && len(doomed) > 0 {
@@ -141,7 +146,7 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 			opts.Failpoint("vacuum-mid-delete")
 		}
 		if err := b.Delete(ctx, log.Key(k)); err != nil {
-			return res, fmt.Errorf("delete %s: %w", k, err)
+			return res, fmt.Errorf("delete %q: %w", k, err)
 		}
 		res.Deleted = append(res.Deleted, k)
 		res.Bytes += objects[k]
@@ -150,11 +155,19 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 	}
 	for _, k := range pruned {
 		if err := b.Delete(ctx, log.Key(k)); err != nil {
-			return res, fmt.Errorf("delete %s: %w", k, err)
+			return res, fmt.Errorf("delete %q: %w", k, err)
 		}
 		res.Pruned = append(res.Pruned, k)
 	}
-	logger.Info("vacuumed", "declared_abandoned", len(res.Declared), "deleted", len(res.Deleted), "bytes", res.Bytes)
+	if len(forget) > 0 {
+		// Only once their metadata is deleted: a run the state forgot
+		// while its plan is there would look unfinished to whoever lists
+		// the runs.
+		if err := forgetRuns(ctx, log, forget, res); err != nil {
+			return res, err
+		}
+	}
+	logger.Info("vacuumed", "declared_abandoned", len(res.Declared), "deleted", len(res.Deleted), "bytes", res.Bytes, "runs_forgotten", len(res.Forgotten))
 	return res, nil
 }
 
@@ -162,14 +175,15 @@ func Run(ctx context.Context, b objstore.Bucket, opts Options) (*Result, error) 
 // attempts of committed runs. It is conservative: a run counts only when
 // its plan, its newest checkpoint and anything that killed it are older
 // than the retention.
-func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, history []*manifest.Commit, objects map[string]int64, cutoff time.Time) ([]string, error) {
+func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, committed map[string]int64, history []*manifest.Commit, objects map[string]int64, cutoff time.Time) ([]string, error) {
 	runs, err := log.ListRuns(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, id := range runs {
-		if st.Ended(id) != nil {
+		_, done := committed[id]
+		if _, dead := st.Abandoned[id]; done || dead {
 			continue
 		}
 		p, err := log.ReadPlan(ctx, id)
@@ -205,7 +219,7 @@ func findAbandoned(ctx context.Context, log *manifest.Log, st *manifest.State, h
 		if !ok || ever[k] {
 			continue
 		}
-		seq, done := st.Runs[run]
+		seq, done := committed[run]
 		if !done || !history[seq-1].Committed.Before(cutoff) {
 			continue
 		}
@@ -272,6 +286,36 @@ func declareAbandoned(ctx context.Context, log *manifest.Log, declare []string, 
 	}
 	return st, nil
 }
+
+// forgetRuns commits that the runs, committed and their metadata deleted,
+// leave the state's Runs. Those another vacuum forgot meanwhile are left
+// out; a commit since, which only ever adds runs of its own, changes
+// nothing else.
+func forgetRuns(ctx context.Context, log *manifest.Log, forget []string, res *Result) error {
+	c, _, err := log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
+		var still []string
+		for _, id := range forget {
+			if _, known := st.Runs[id]; known {
+				still = append(still, id)
+			}
+		}
+		if len(still) == 0 {
+			return nil, errNothingToForget
+		}
+		return &manifest.Commit{Kind: manifest.KindVacuum, Identity: *st.Identity,
+			Watermark: st.Watermark, FromFloor: st.FromFloor, Forgotten: still}, nil
+	})
+	switch {
+	case err == nil:
+		res.Forgotten = c.Forgotten
+	case err != errNothingToForget:
+		return fmt.Errorf("forget the pruned runs of %s: %w", log.Model(), err)
+	}
+	return nil
+}
+
+// errNothingToForget: another vacuum forgot every run meanwhile.
+var errNothingToForget = errors.New("nothing left to forget")
 
 // errNothingToDeclare: every run to declare committed meanwhile.
 var errNothingToDeclare = errors.New("nothing left to declare abandoned")

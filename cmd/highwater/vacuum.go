@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -58,10 +59,10 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 				j := vacuumJSON{Model: lake.model, Tenant: lake.instanceTenant(), DryRun: *dryRun, Deleted: []string{}, Bytes: res.Bytes,
 					DeclaredAbandoned: []string{}, Pruned: []string{}}
 				for _, k := range res.Deleted {
-					j.Deleted = append(j.Deleted, d.ObjectURL(log.Key(k)))
+					j.Deleted = append(j.Deleted, d.URL(log.Key(k)))
 				}
 				for _, k := range res.Pruned {
-					j.Pruned = append(j.Pruned, d.ObjectURL(log.Key(k)))
+					j.Pruned = append(j.Pruned, d.URL(log.Key(k)))
 				}
 				j.DeclaredAbandoned = append(j.DeclaredAbandoned, res.Declared...)
 				return writeJSON(env.stdout, j)
@@ -70,11 +71,13 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			if *dryRun {
 				verb = "would delete"
 				for _, r := range res.Declared {
-					fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", r)
+					fmt.Fprintf(env.stdout, "would declare abandoned: %s\n", escapedPath(r))
 				}
 			}
+			// The keys come from listing the store, which may hold any
+			// name: each is printed as files prints it, one escaped URL.
 			for _, k := range append(res.Deleted, res.Pruned...) {
-				fmt.Fprintf(env.stdout, "%s %s\n", verb, d.ObjectURL(log.Key(k)))
+				fmt.Fprintf(env.stdout, "%s %s\n", verb, d.URL(log.Key(k)))
 			}
 			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes) and %d run metadata objects; %d runs or attempts declared abandoned\n",
 				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Pruned), len(res.Declared))
@@ -82,4 +85,12 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 		}, nil)
 	}
 	return cmd
+}
+
+// escapedPath is a run or "run/attempt" id, which comes from a key the
+// store listed, escaped as a URL path escapes it: an id highwater made
+// prints as it is, and any other name on one line, without a control
+// character.
+func escapedPath(id string) string {
+	return (&url.URL{Path: id}).EscapedPath()
 }
