@@ -13,12 +13,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// A run that finds nothing new costs little more than its round trips to
-// the source, so the statements that run once per session (the session's
-// setup, discovery) are few, and each takes one round trip: pgx's default
-// mode spends two on a statement it has not cached yet (Parse and
-// Describe, then Bind and Execute), and a new process has cached none.
-// The keyset pages, which repeat, keep the default mode.
+// Every run, even one that finds nothing new, sets up its session and
+// discovers its table, and to a source across a network each statement
+// costs a round trip, which the server's work on a catalog query is far
+// below. So those statements are few, whatever the table's width, and
+// each takes one round trip: pgx's default mode spends two on a statement
+// it has not cached yet (Parse and Describe, then Bind and Execute), and
+// a new process has cached none. The keyset pages, which repeat, keep the
+// default mode.
 
 // oneShot is the mode of a statement that runs once per session: one
 // round trip, with text parameters and results, and nothing left cached
