@@ -131,7 +131,7 @@ func (s *Source) UpperBoundWith(ctx context.Context, t *Table, tz string, o Boun
 		untrackedWho                           *string
 		prepared                               bool
 	)
-	err := s.conn.QueryRow(ctx, boundSQL, fmt.Sprintf("%d microseconds", o.StuckCap.Microseconds())).Scan(
+	err := s.conn.QueryRow(ctx, boundSQL, s.oneShot(), fmt.Sprintf("%d microseconds", o.StuckCap.Microseconds())).Scan(
 		&now, &oldest, &oldestWho, &stuck, &stuckWho, &prep, &prepGID, &prepStuck, &stuckGID, &replica, &replay, &privileged, &user, &untracked, &untrackedWho, &prepared)
 	if err != nil {
 		return Bound{}, s.classify("read the source clock and open transactions", err)

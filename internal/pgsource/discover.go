@@ -85,10 +85,8 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 		t.Columns = cols
 	} else {
 		var relkind string
-		err := s.conn.QueryRow(ctx, `
-			SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text
-			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-			WHERE c.oid = to_regclass($1)`, spec.Table).Scan(&relOID, &t.Relation, &relkind)
+		var children []string
+		err := s.conn.QueryRow(ctx, lookupSQL, s.oneShot(), spec.Table).Scan(&relOID, &t.Relation, &relkind, &children)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil, fmt.Errorf("table %s does not exist (or is not visible to this role): %w", spec.Table, ErrBadModel)
 		}
@@ -98,10 +96,8 @@ func (s *Source) Discover(ctx context.Context, spec Spec) (*Table, error) {
 		if relkind == "v" || relkind == "f" {
 			return nil, fmt.Errorf("%s is a view or foreign table, which has no unique index to page on: export it with a source_query instead: %w", spec.Table, ErrBadModel)
 		}
-		if relkind != "p" {
-			if err := s.refuseInheritance(ctx, t.Relation, relOID); err != nil {
-				return nil, err
-			}
+		if relkind != "p" && len(children) > 0 {
+			return nil, refuseInheritance(t.Relation, children)
 		}
 		t.RelOID = relOID
 		if err := s.setSearchPath(ctx, catalogPath); err != nil {
@@ -207,6 +203,16 @@ func (s *Source) pinSearchPath(ctx context.Context, t *Table) error {
 	return s.setSearchPath(ctx, appendNew(path, ops...))
 }
 
+// lookupSQL finds a table named as the user wrote it (under the role's
+// search_path), with its inheritance children, in one statement.
+const lookupSQL = `
+	SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text,
+	       array(SELECT format('%I.%I', cn.nspname, cc.relname)
+	             FROM pg_inherits i JOIN pg_class cc ON cc.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = cc.relnamespace
+	             WHERE i.inhparent = c.oid ORDER BY cn.nspname, cc.relname)::text[]
+	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+	WHERE c.oid = to_regclass($1)`
+
 // refuseInheritance refuses a table with inheritance children. Reading it
 // reads their rows too, but its unique index covers only its own rows: a
 // child's row with a parent's key would be taken for another version of
@@ -215,18 +221,7 @@ func (s *Source) pinSearchPath(ctx context.Context, t *Table) error {
 // shows, so the choice is left to the user. A declarative partitioned
 // table (relkind 'p') is not refused: its unique indexes cover every
 // partition.
-func (s *Source) refuseInheritance(ctx context.Context, relation string, rel uint32) error {
-	var children []string
-	err := s.conn.QueryRow(ctx, `
-		SELECT coalesce(array_agg(format('%I.%I', n.nspname, c.relname) ORDER BY n.nspname, c.relname), '{}')
-		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE i.inhparent = $1`, rel).Scan(&children)
-	if err != nil {
-		return s.classify("read inheritance children of "+relation, err)
-	}
-	if len(children) == 0 {
-		return nil
-	}
+func refuseInheritance(relation string, children []string) error {
 	named := strings.Join(children, ", ")
 	if len(children) > 3 {
 		named = fmt.Sprintf("%s and %d more", strings.Join(children[:3], ", "), len(children)-3)
@@ -242,30 +237,86 @@ func (t *Table) describe() string {
 	return "the source_query"
 }
 
+// columnsSQL reads columns and resolves their types in one statement:
+// domains are replaced by their base types (with the innermost domain's
+// typmod, as a domain fixes its base's), and an array's element likewise,
+// so that the mapping sees only base, enum, range and composite types.
+// The walk stops 32 domains down: deeper is refused.
+// Type names are read under search_path pg_catalog alone (the caller's
+// duty), so that format_type qualifies every other schema's. %s is the
+// input: the rows (i, name, notnull, oid, typmod) in the order of i.
+const columnsSQL = `WITH RECURSIVE input AS (%s),
+walk(i, oid, typmod, depth) AS (
+	SELECT i, oid, typmod, 0 FROM input
+	UNION ALL
+	SELECT w.i, t.typbasetype, t.typtypmod, w.depth + 1
+	FROM walk w JOIN pg_type t ON t.oid = w.oid
+	WHERE t.typtype = 'd' AND w.depth < 32),
+base AS (
+	SELECT w.i, w.oid, w.typmod, t.typtype::text AS typtype, CASE WHEN t.typcategory = 'A' THEN nullif(t.typelem, 0) END AS elem
+	FROM walk w JOIN pg_type t ON t.oid = w.oid
+	WHERE t.typtype <> 'd'),
+ewalk(i, oid, depth) AS (
+	SELECT i, elem, 0 FROM base WHERE elem IS NOT NULL
+	UNION ALL
+	SELECT e.i, t.typbasetype, e.depth + 1
+	FROM ewalk e JOIN pg_type t ON t.oid = e.oid
+	WHERE t.typtype = 'd' AND e.depth < 32),
+ebase AS (
+	SELECT e.i, e.oid, t.typtype::text AS typtype
+	FROM ewalk e JOIN pg_type t ON t.oid = e.oid
+	WHERE t.typtype <> 'd')
+SELECT input.name, input.oid, format_type(input.oid, input.typmod), input.notnull,
+	base.oid, base.typmod, base.typtype, base.elem IS NOT NULL, ebase.oid, ebase.typtype
+FROM input LEFT JOIN base USING (i) LEFT JOIN ebase USING (i)
+ORDER BY input.i`
+
+// tableColumnsInput lists the live columns of the relation $1.
+const tableColumnsInput = `
+	SELECT a.attnum::int8 AS i, a.attname::text AS name, a.attnotnull AS notnull, a.atttypid AS oid, a.atttypmod AS typmod
+	FROM pg_attribute a
+	WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped`
+
+// queryColumnsInput lists the columns described by a Prepare: the types
+// $1, typmods $2 and names $3.
+const queryColumnsInput = `
+	SELECT u.i, u.name, false AS notnull, u.oid, u.typmod
+	FROM unnest($1::oid[], $2::int4[], $3::text[]) WITH ORDINALITY AS u(oid, typmod, name, i)`
+
 func (s *Source) tableColumns(ctx context.Context, rel uint32) ([]formats.Column, error) {
-	rows, err := s.conn.Query(ctx, `
-		SELECT a.attname, a.atttypid, a.atttypmod, format_type(a.atttypid, a.atttypmod), a.attnotnull
-		FROM pg_attribute a
-		WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped
-		ORDER BY a.attnum`, rel)
+	return s.columns(ctx, fmt.Sprintf(columnsSQL, tableColumnsInput), rel)
+}
+
+// columns runs columnsSQL (with its input) and checks what it resolved.
+func (s *Source) columns(ctx context.Context, sql string, args ...any) ([]formats.Column, error) {
+	rows, err := s.conn.Query(ctx, sql, append([]any{s.oneShot()}, args...)...)
 	if err != nil {
 		return nil, s.classify("read columns", err)
 	}
 	var cols []formats.Column
 	for rows.Next() {
 		var c formats.Column
-		if err := rows.Scan(&c.Name, &c.TypeOID, &c.Typmod, &c.TypeName, &c.NotNull); err != nil {
+		var declared uint32
+		var base, elem *uint32
+		var typmod *int32
+		var typtype, elemTyptype *string
+		var isArray *bool
+		if err := rows.Scan(&c.Name, &declared, &c.TypeName, &c.NotNull, &base, &typmod, &typtype, &isArray, &elem, &elemTyptype); err != nil {
+			rows.Close()
 			return nil, s.classify("read columns", err)
+		}
+		if base == nil || (*isArray && elem == nil) {
+			rows.Close()
+			return nil, fmt.Errorf("type %d of column %q: domains nested too deep, or the type is gone: %w", declared, c.Name, ErrBadModel)
+		}
+		c.TypeOID, c.Typmod, c.TypType = *base, *typmod, (*typtype)[0]
+		if elem != nil {
+			c.ElemOID, c.ElemTypType = *elem, (*elemTyptype)[0]
 		}
 		cols = append(cols, c)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, s.classify("read columns", err)
-	}
-	for i := range cols {
-		if err := s.resolveType(ctx, &cols[i]); err != nil {
-			return nil, err
-		}
 	}
 	return cols, nil
 }
@@ -276,73 +327,31 @@ func (s *Source) queryColumns(ctx context.Context, query string) ([]formats.Colu
 	if err != nil {
 		return nil, fmt.Errorf("describe source_query: %w: %w", err, ErrBadModel)
 	}
+	oids := make([]uint32, len(sd.Fields))
+	typmods := make([]int32, len(sd.Fields))
+	names := make([]string, len(sd.Fields))
+	seen := map[string]bool{}
+	for i, f := range sd.Fields {
+		if seen[f.Name] {
+			return nil, fmt.Errorf("source_query returns two columns named %q: alias them apart: %w", f.Name, ErrBadModel)
+		}
+		seen[f.Name] = true
+		oids[i], typmods[i], names[i] = f.DataTypeOID, f.TypeModifier, f.Name
+	}
 	// Type names are read under pg_catalog alone, so that they come back
 	// qualified.
 	if err := s.setSearchPath(ctx, catalogPath); err != nil {
 		return nil, err
 	}
-	var cols []formats.Column
-	seen := map[string]bool{}
-	for _, f := range sd.Fields {
-		if seen[f.Name] {
-			return nil, fmt.Errorf("source_query returns two columns named %q: alias them apart: %w", f.Name, ErrBadModel)
-		}
-		seen[f.Name] = true
-		c := formats.Column{Name: f.Name, TypeOID: f.DataTypeOID, Typmod: f.TypeModifier}
-		if err := s.conn.QueryRow(ctx, "SELECT format_type($1, $2)", c.TypeOID, c.Typmod).Scan(&c.TypeName); err != nil {
-			return nil, s.classify("describe source_query", err)
-		}
-		if err := s.resolveType(ctx, &c); err != nil {
-			return nil, err
-		}
-		cols = append(cols, c)
+	cols, err := s.columns(ctx, fmt.Sprintf(columnsSQL, queryColumnsInput), oids, typmods, names)
+	if err != nil {
+		return nil, fmt.Errorf("describe source_query: %w", err)
 	}
 	return cols, nil
 }
 
 func wrapQuery(query string) string {
 	return "WITH q AS (\n" + strings.TrimRight(strings.TrimSpace(query), ";") + "\n)"
-}
-
-// resolveType replaces domains by their base type and finds array
-// elements, so that the mapping sees only base, enum, range and composite
-// types.
-func (s *Source) resolveType(ctx context.Context, c *formats.Column) error {
-	oid, typmod, typtype, err := s.baseType(ctx, c.TypeOID, c.Typmod)
-	if err != nil {
-		return err
-	}
-	c.TypeOID, c.Typmod, c.TypType = oid, typmod, typtype
-	var elem uint32
-	var category string
-	if err := s.conn.QueryRow(ctx, "SELECT typelem, typcategory::text FROM pg_type WHERE oid = $1", oid).Scan(&elem, &category); err != nil {
-		return s.classify("read type of "+c.Name, err)
-	}
-	if category == "A" && elem != 0 {
-		eoid, _, etyp, err := s.baseType(ctx, elem, -1)
-		if err != nil {
-			return err
-		}
-		c.ElemOID, c.ElemTypType = eoid, etyp
-	}
-	return nil
-}
-
-func (s *Source) baseType(ctx context.Context, oid uint32, typmod int32) (uint32, int32, byte, error) {
-	for range 32 {
-		var typtype string
-		var base uint32
-		var basemod int32
-		err := s.conn.QueryRow(ctx, "SELECT typtype::text, typbasetype, typtypmod FROM pg_type WHERE oid = $1", oid).Scan(&typtype, &base, &basemod)
-		if err != nil {
-			return 0, 0, 0, s.classify(fmt.Sprintf("read type %d", oid), err)
-		}
-		if typtype != "d" {
-			return oid, typmod, typtype[0], nil
-		}
-		oid, typmod = base, basemod
-	}
-	return 0, 0, 0, fmt.Errorf("type %d: domains nested too deep: %w", oid, ErrBadModel)
 }
 
 // checkIndexes requires a unique index on (a subset of) the key, since
@@ -357,7 +366,7 @@ func (s *Source) checkIndexes(ctx context.Context, t *Table, rel uint32) error {
 		       i.indnkeyatts
 		FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am am ON am.oid = ic.relam
 		WHERE i.indrelid = $1 AND i.indisvalid AND i.indpred IS NULL AND i.indexprs IS NULL
-		  AND am.amname = 'btree'`, rel)
+		  AND am.amname = 'btree'`, s.oneShot(), rel)
 	if err != nil {
 		return s.classify("read indexes", err)
 	}

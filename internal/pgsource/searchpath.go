@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 )
 
 // The meaning of a statement depends on search_path: a type name in a cast,
@@ -31,11 +30,7 @@ var catalogPath = []string{"pg_catalog"}
 
 // setSearchPath pins the session's search_path to schemas, in order.
 func (s *Source) setSearchPath(ctx context.Context, schemas []string) error {
-	quoted := make([]string, len(schemas))
-	for i, n := range schemas {
-		quoted[i] = quoteIdent(n)
-	}
-	if _, err := s.conn.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)", strings.Join(quoted, ", ")); err != nil {
+	if _, err := s.conn.Exec(ctx, "SELECT pg_catalog.set_config('search_path', $1, false)", s.oneShot(), quotePath(schemas)); err != nil {
 		return s.classify("set the source session's search_path", err)
 	}
 	return nil
@@ -60,7 +55,7 @@ func (s *Source) operatorSchemas(ctx context.Context, types []uint32) ([]string,
 		JOIN pg_operator o ON o.oid = ao.amopopr
 		JOIN pg_namespace n ON n.oid = o.oprnamespace
 		WHERE am.amname = 'btree' AND oc.opcdefault AND oc.opcintype = ANY($1::oid[]) AND n.nspname <> 'pg_catalog'
-		ORDER BY 1`, types)
+		ORDER BY 1`, s.oneShot(), types)
 	if err != nil {
 		return nil, s.classify("read the operators of the key types", err)
 	}

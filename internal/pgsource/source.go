@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/redact"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -52,35 +51,9 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 		return nil, s.classify("connect to source", err)
 	}
 	s.conn = conn
-	// Every later statement of the session is read-only: a source_query
-	// that calls a function with side effects (or nextval) fails instead of
-	// changing the source. Nothing highwater itself runs on this session
-	// writes. Set here rather than in the startup packet, which poolers
-	// such as PgBouncer refuse.
-	if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
-		conn.Close(ctx)
-		return nil, s.classify("configure source session", err)
-	}
-	if err := conn.QueryRow(ctx, "SELECT pg_catalog.current_setting('TimeZone'), pg_catalog.current_database(), pg_catalog.current_schemas(false)::text[]").Scan(&s.TimeZone, &s.Database, &s.roleSchemas); err != nil {
-		conn.Close(ctx)
-		return nil, s.classify("read source settings", err)
-	}
-	if err := s.setSearchPath(ctx, catalogPath); err != nil {
+	if err := s.configure(ctx, cfg); err != nil {
 		conn.Close(ctx)
 		return nil, err
-	}
-	// Text forms (of keys, ranges, arrays) must not depend on the role's
-	// settings, so the session is pinned.
-	for name, value := range formats.SessionSettings() {
-		if _, err := conn.Exec(ctx, "SELECT set_config($1, $2, false)", name, value); err != nil {
-			conn.Close(ctx)
-			return nil, s.classify("configure source session", err)
-		}
-	}
-	if err := conn.QueryRow(ctx, "SELECT system_identifier::text FROM pg_control_system()").Scan(&s.SystemID); err != nil {
-		// pg_control_system() may be revoked; the server's address then
-		// stands in for it.
-		s.SystemID = fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
 	}
 	return s, nil
 }
