@@ -204,6 +204,11 @@ func (o *outputs) submit() error {
 		return nil
 	}
 	o.fill = nil
+	// After another bucket's error, stop within a row group.
+	if err := o.ctx.Err(); err != nil {
+		o.recycle(j)
+		return err
+	}
 	for len(o.pending) >= o.window {
 		if err := o.commitOldest(); err != nil {
 			o.recycle(j)

@@ -1,24 +1,15 @@
 package dedupe
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
 	"runtime/debug"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/manifest"
-	"github.com/highwater-dev/highwater/watermark"
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 )
 
 // maxRounds bounds how often a dedupe starts over because another dedupe
@@ -108,127 +99,17 @@ func Run(ctx context.Context, b objstore.Bucket, objectURL func(key string) stri
 	return res, fmt.Errorf("dedupe %s: other writers removed files %d times while it ran; run it again later", opts.Model, maxRounds)
 }
 
-// work is what one round rewrites.
-type work struct {
-	base   *manifest.State
-	layout Layout
-	full   bool
-	// fresh are the unbucketed files (all files on a full rewrite), in
-	// committed order; bucketed are the bucket files by bucket.
-	fresh    []manifest.File
-	bucketed map[int][]manifest.File
-	order    map[string]int // committed position of every file
-	floor    *int64         // tombstones older than this are dropped
-	modKind  watermark.Kind
-}
-
-func (r *runner) plan(ctx context.Context, st *manifest.State, res *Result) (*work, string, error) {
-	if st.Seq == 0 || st.Identity == nil {
-		return nil, "", fmt.Errorf("dedupe %s: %w", r.opts.Model, ErrNoState)
-	}
-	if len(st.Files) == 0 {
-		return nil, "the committed set is empty", nil
-	}
-	w := &work{base: st, bucketed: map[int][]manifest.File{}, order: map[string]int{}}
-	var total int64
-	for i, f := range st.Files {
-		w.order[f.Key] = i
-		total += f.Bytes
-	}
-	layout, ok, err := committedLayout(st)
-	if err != nil {
-		return nil, "", err
-	}
-	if ok {
-		for _, f := range st.Files {
-			if f.Bucket != nil && *f.Bucket >= layout.Buckets {
-				ok = false // files of another layout: start afresh
-			}
-		}
-	}
-	if ok && int64(layout.Buckets) < maxBuckets && total/int64(layout.Buckets) > relayoutFactor*r.opts.TargetFileBytes {
-		r.logger.Info("buckets outgrew the target file size; rewriting into a new layout", "buckets", layout.Buckets, "bytes", total)
-		ok = false
-	}
-	if !ok {
-		n := r.opts.Buckets
-		if n == 0 {
-			n = chooseBuckets(total, r.opts.TargetFileBytes, r.workers())
-		}
-		w.layout, w.full, w.fresh = Layout{Scheme: layoutScheme, Hash: layoutHash, Buckets: n}, true, st.Files
-	} else {
-		w.layout = layout
-		for _, f := range st.Files {
-			if f.Bucket == nil {
-				w.fresh = append(w.fresh, f)
-			} else {
-				w.bucketed[*f.Bucket] = append(w.bucketed[*f.Bucket], f)
-			}
-		}
-		if len(w.fresh) == 0 {
-			return nil, fmt.Sprintf("nothing was committed since the last dedupe (seq %d): every file is in its bucket", st.Seq), nil
-		}
-	}
-	if w.modKind, err = st.ModifiedAtKind(); err != nil {
-		return nil, "", err
-	}
-	if !r.opts.KeepTombstones && st.Watermark != nil {
-		lookback, err := r.lookback(ctx, st)
-		if err != nil {
-			return nil, "", err
-		}
-		wm, err := watermark.Parse(w.modKind, *st.Watermark)
-		if err != nil {
-			return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.Watermark, err)
-		}
-		floor := wm.Sub(w.modKind, lookback)
-		// A stuck transaction can hold the next run's from below the
-		// lookback: its rows could still bring older versions, so an
-		// unreadable floor must not drop their tombstones.
-		if st.FromFloor != nil {
-			ff, err := watermark.Parse(w.modKind, *st.FromFloor)
-			if err != nil {
-				return nil, "", fmt.Errorf("read the committed watermark %q: %w", *st.FromFloor, err)
-			}
-			floor = min(floor, ff)
-		}
-		f := int64(floor)
-		w.floor = &f
-	}
-	return w, "", nil
-}
-
-// lookback is the one the next export will use: the option, else the last
-// export plan's, else the default.
-func (r *runner) lookback(ctx context.Context, st *manifest.State) (time.Duration, error) {
-	if r.opts.Lookback != nil {
-		return *r.opts.Lookback, nil
-	}
-	for run, seq := range st.Runs {
-		if seq != st.LastWatermarkSeq {
-			continue
-		}
-		p, err := r.log.ReadPlan(ctx, run)
-		if err != nil {
-			return 0, fmt.Errorf("read the last export's lookback: %w", err)
-		}
-		d, err := time.ParseDuration(p.Lookback)
-		if err != nil {
-			return 0, fmt.Errorf("read the last export's lookback %q: %w", p.Lookback, err)
-		}
-		return d, nil
-	}
-	return watermark.DefaultLookback, nil
-}
-
-// round plans, rewrites and commits once. again means another dedupe or a
+// round goes once through the stages in order: plan (what to rewrite,
+// written down before anything is read), partition and merge (rewrite:
+// the rows into spill files by bucket, each bucket's winners into files)
+// and commit (the files into the log). again means another dedupe or a
 // full refresh committed meanwhile and the caller must start over.
 func (r *runner) round(ctx context.Context, res *Result) (again bool, err error) {
 	st, err := r.log.ReadState(ctx)
 	if err != nil {
 		return false, fmt.Errorf("read the state of %s: %w", r.opts.Model, err)
 	}
-	w, reason, err := r.plan(ctx, st, res)
+	w, reason, err := r.plan(ctx, st)
 	if err != nil || w == nil {
 		res.Reason = reason
 		return false, err
@@ -284,55 +165,6 @@ func (r *runner) discard(files []manifest.File) {
 	}
 }
 
-// errStartOver: the log moved so that this round's rewrite may be stale.
-var errStartOver = errors.New("the dedupe's inputs changed; starting over")
-
-// commit appends the dedupe to the log. It rebases over commits that only
-// added files, as long as every input is still committed; anything that
-// removed files (manifest.Kills) means the rewrite may be stale, and it
-// starts over.
-func (r *runner) commit(ctx context.Context, w *work, p *manifest.Plan, added []manifest.File, inputs []manifest.File, res *Result) (*manifest.Commit, bool, error) {
-	removed := make([]string, len(inputs))
-	for i, f := range inputs {
-		removed[i] = f.Key
-	}
-	builds := 0
-	c, _, err := r.log.Append(ctx, func(st *manifest.State) (*manifest.Commit, error) {
-		if builds++; builds > 1 {
-			r.logger.Info("another writer committed first; re-reading the log", "run", p.RunID)
-		}
-		err := r.log.Live(ctx, st, p)
-		switch {
-		case errors.Is(err, manifest.ErrSuperseded):
-			r.logger.Info("a commit removed files since the dedupe began; starting over", "why", err)
-			return nil, errStartOver
-		case err != nil:
-			return nil, fmt.Errorf("dedupe %s: %w; run the dedupe again", r.opts.Model, err)
-		}
-		res.Rebased = st.Seq > w.base.Seq
-		live := st.FileSet()
-		for _, f := range inputs {
-			if _, ok := live[f.Key]; !ok {
-				return nil, errStartOver
-			}
-		}
-		return &manifest.Commit{
-			Kind: manifest.KindDedupe, RunID: p.RunID, Identity: *st.Identity,
-			Watermark: st.Watermark, FromFloor: st.FromFloor, Added: added, Removed: removed,
-			Metrics: &manifest.Metrics{RowsTransferred: res.InputRows, Files: int64(len(added)), Bytes: res.OutputBytes},
-			Layout:  w.layout.encode(), Warnings: res.Warnings,
-		}, nil
-	})
-	if err == errStartOver {
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, err
-	}
-	r.logger.Info("dedupe committed", "seq", c.Seq, "removed", len(removed), "added", len(added), "rows", res.OutputRows)
-	return c, false, nil
-}
-
 type rewriteStats struct {
 	inputs     []manifest.File
 	inputBytes int64
@@ -347,9 +179,10 @@ type rewriteStats struct {
 	rowGroupsHeld int
 }
 
-// rewrite partitions the fresh files' rows by bucket, adds the existing
-// files of every bucket they touch, and writes each touched bucket's
-// winners in key order.
+// rewrite runs the stages between the plan and the commit: partition
+// (the fresh files' rows, and the existing files of every bucket they
+// touch, into one spill file per bucket) and merge (each touched bucket's
+// winners in key order into its files).
 func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, *rewriteStats, error) {
 	dir, err := newSpillDir(r.opts.TempDir)
 	if err != nil {
@@ -358,346 +191,17 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	defer dir.remove()
 	parts := newPartitions(dir, w.layout.Buckets, r.budget.spillBuffers)
 	defer parts.close()
-	stats := &rewriteStats{}
-	var (
-		sh     *shape
-		schema *parquet.Schema
-	)
-	// Input files are decoded on every core, row group by row group so that
-	// one large file keeps every core busy too; mu guards what they share:
-	// the schema, the stats and the spill files, which take records in
-	// batches.
-	var mu sync.Mutex
-	const batchBytes = 256 << 10
-	open := func(f manifest.File) (*inputFile, error) {
-		in, err := openInput(ctx, r.bucket, r.log.Key(f.Key), dir)
-		if err != nil {
-			return nil, err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if schema == nil {
-			schema = in.pf.Schema()
-			if sh, err = newShape(schema, *w.base.Identity); err != nil {
-				in.close()
-				return nil, fmt.Errorf("read %s: %w", f.Key, err)
-			}
-		} else if !parquet.EqualNodes(schema, in.pf.Schema()) {
-			in.close()
-			return nil, fmt.Errorf("read %s: its Parquet schema differs from the other inputs' (the model's schema changed): dedupe across schema changes is not supported yet; a --full-refresh export rewrites the model in one schema", f.Key)
-		}
-		stats.inputs = append(stats.inputs, f)
-		stats.inputBytes += f.Bytes
-		return in, nil
-	}
-	// readGroup partitions the rows of one row group, whose first row is
-	// the file's row first.
-	readGroup := func(in *inputFile, f manifest.File, want, group int, first int64, enc *encoder, batch *recBatch) error {
-		mu.Lock()
-		enc.sh = sh
-		mu.Unlock()
-		flush := func() error {
-			mu.Lock()
-			defer mu.Unlock()
-			for i, b := range batch.buckets {
-				if err := parts.add(b, batch.data[batch.offs[i]:batch.offs[i+1]]); err != nil {
-					return err
-				}
-			}
-			stats.inputRows += int64(len(batch.buckets))
-			r.opts.Progress.Add(int64(len(batch.buckets)))
-			batch.reset()
-			return nil
-		}
-		// The row's position in the committed set breaks the last ties.
-		base := uint64(w.order[f.Key]) << 36
-		n := uint64(first)
-		var widest int
-		err := in.eachRowOf(ctx, group, func(row parquet.Row) error {
-			var h uint64
-			before := len(batch.data)
-			batch.data, h = enc.encode(batch.data, row, base|n)
-			widest = max(widest, len(batch.data)-before)
-			n++
-			b := w.layout.bucketOf(h)
-			if want >= 0 && b != want {
-				return fmt.Errorf("read %s: a row of bucket %d is in a file of bucket %d: the layout is broken", f.Key, b, want)
-			}
-			batch.buckets = append(batch.buckets, b)
-			batch.offs = append(batch.offs, len(batch.data))
-			if len(batch.data) >= batchBytes {
-				return flush()
-			}
-			return nil
-		})
-		if err != nil {
-			batch.reset()
-			return err
-		}
-		mu.Lock()
-		stats.widest = max(stats.widest, int64(widest))
-		mu.Unlock()
-		return flush()
-	}
-	type job struct {
-		f    manifest.File
-		want int
-	}
-	// opened is an input whose row groups are being read; the last worker
-	// done with it removes its local copy.
-	type opened struct {
-		job
-		in     *inputFile
-		firsts []int64 // the first row of each row group
-		next   int     // the next row group to claim
-		left   int     // row groups not read yet
-	}
-	readAll := func(jobs []job) error {
-		var (
-			sched    sync.Mutex // guards nextFile, queue and every opened's next and left
-			nextFile int
-			queue    []*opened // inputs with row groups to claim
-			all      []*opened
-			wg       sync.WaitGroup
-			errOnce  sync.Once
-			firstErr error
-			failed   atomic.Bool
-		)
-		fail := func(err error) {
-			errOnce.Do(func() { firstErr = err })
-			failed.Store(true)
-		}
-		// claim returns a row group of an open input, else opens the next
-		// input: a worker opens a file only when no row group is left.
-		claim := func() (*opened, int, error) {
-			sched.Lock()
-			for len(queue) > 0 {
-				o := queue[0]
-				if o.next < len(o.firsts) {
-					o.next++
-					sched.Unlock()
-					return o, o.next - 1, nil
-				}
-				queue = queue[1:]
-			}
-			if nextFile >= len(jobs) {
-				sched.Unlock()
-				return nil, 0, nil
-			}
-			j := jobs[nextFile]
-			nextFile++
-			sched.Unlock()
-			in, err := open(j.f)
-			if err != nil {
-				return nil, 0, err
-			}
-			o := &opened{job: j, in: in}
-			var row int64
-			for _, rg := range in.pf.RowGroups() {
-				o.firsts = append(o.firsts, row)
-				row += rg.NumRows()
-			}
-			o.left = len(o.firsts)
-			o.next = 1
-			sched.Lock()
-			all = append(all, o)
-			queue = append(queue, o)
-			sched.Unlock()
-			return o, 0, nil
-		}
-		for _, j := range jobs {
-			r.opts.Progress.AddTotal(j.f.Rows)
-		}
-		for range max(1, min(r.workers(), len(jobs))) {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var enc encoder
-				batch := &recBatch{offs: []int{0}}
-				for !failed.Load() {
-					o, g, err := claim()
-					if err != nil {
-						fail(err)
-						return
-					}
-					if o == nil {
-						return
-					}
-					if len(o.firsts) > 0 {
-						err = readGroup(o.in, o.f, o.want, g, o.firsts[g], &enc, batch)
-					}
-					sched.Lock()
-					o.left--
-					last := o.left <= 0
-					sched.Unlock()
-					if last {
-						o.in.close()
-					}
-					if err != nil {
-						fail(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		// After a failure, inputs whose row groups were left unread.
-		for _, o := range all {
-			if o.left > 0 {
-				o.in.close()
-			}
-		}
-		return firstErr
-	}
-	var jobs []job
-	for _, f := range w.fresh {
-		jobs = append(jobs, job{f, -1})
-	}
-	if err := readAll(jobs); err != nil {
+	p := &partitioner{r: r, w: w, dir: dir, parts: parts, stats: &rewriteStats{}}
+	if err := p.partition(ctx); err != nil {
 		return nil, nil, err
 	}
-	jobs = jobs[:0]
-	for b := range w.layout.Buckets {
-		if parts.rows[b] == 0 {
-			continue
-		}
-		stats.touched++
-		for _, f := range w.bucketed[b] {
-			jobs = append(jobs, job{f, b})
-		}
-	}
-	if err := readAll(jobs); err != nil {
-		return nil, nil, err
-	}
-	// Remove the inputs in committed order, whichever worker read them.
-	slices.SortFunc(stats.inputs, func(a, b manifest.File) int { return cmp.Compare(w.order[a.Key], w.order[b.Key]) })
-	if err := parts.finish(); err != nil {
-		return nil, nil, err
-	}
-	var todo []int
-	for b := range w.layout.Buckets {
-		if parts.rows[b] > 0 {
-			todo = append(todo, b)
-		}
-	}
-	// Buckets are independent: sort and merge several at once, one per
-	// core, each with its share of the memory budget. Row groups are
-	// encoded apart from the merge, by as many encoders as workers shared
-	// by all buckets: with fewer buckets than workers (a first dedupe of
-	// under a target file is one bucket), each bucket keeps several row
-	// groups in the encoders at once, and its sort sorts in parallel.
-	workers := r.workers()
-	compression, err := r.compression(ctx, w.base)
+	m, err := r.newMerger(ctx, w, p, runID)
 	if err != nil {
 		return nil, nil, err
 	}
-	lanes := max(1, min(workers, len(todo)))
-	window := max(1, workers/lanes)
-	cs, err := newCodecs(workers, func() (compress.Codec, error) { return formats.NewCodec(compression) })
+	out, err := m.merge(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	var outSchema *parquet.Schema
-	if schema != nil {
-		outSchema = parquet.NewSchema(schema.Name(), withCodec(schema, cs))
-	}
-	enc := startEncoders(workers)
-	// The row group share holds the raw bytes of, per bucket, the row
-	// group being filled and those in the encoders; these hold as much
-	// again in encoded pages (rowGroupCharge). The gate takes what the
-	// encoders hold, whatever the buckets' progress.
-	stats.rowGroupsHeld = lanes * (window + 1)
-	rowGroup := max(1, r.budget.rowGroupBytes/int64(stats.rowGroupsHeld))
-	g := newGate(int64(lanes*window) * rowGroupCharge(rowGroup))
-	// Each bucket being rewritten has one file open, whose row groups'
-	// metadata grows until its footer.
-	maxGroups := 1 << 30
-	if schema != nil {
-		maxGroups = int(max(1, r.budget.metaBytes/int64(lanes)/int64(len(schema.Columns())*groupMetaBytes)))
-	}
-	attempt := manifest.NewID()[:12]
-	var seq atomic.Int64
-	outs := make([]*outputs, lanes)
-	for i := range outs {
-		o := &outputs{ctx: ctx, progress: r.opts.Progress, bucket: r.bucket, log: r.log, runID: runID, attempt: attempt, seq: &seq, build: r.opts.Build,
-			target: r.opts.TargetFileBytes, rowGroup: rowGroup, modKind: w.modKind, codec: cs, schema: outSchema,
-			enc: enc, window: window, gate: g, maxGroups: maxGroups,
-			kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: runID, manifest.MetaKind: manifest.KindDedupe,
-				manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
-		if len(stats.inputs) > 0 {
-			o.schemaID = stats.inputs[0].SchemaID
-		}
-		outs[i] = o
-	}
-	var (
-		next     atomic.Int64
-		dropped  atomic.Int64
-		runs     atomic.Int64
-		failed   atomic.Bool
-		wg       sync.WaitGroup
-		firstErr error
-		errOnce  sync.Once
-	)
-	for _, out := range outs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			srt := &sorter{dir: dir, budget: r.budget.sortBytes / int64(lanes), par: window}
-			defer func() { runs.Add(int64(srt.runsWritten)) }()
-			for !failed.Load() {
-				i := int(next.Add(1)) - 1
-				if i >= len(todo) {
-					return
-				}
-				b := todo[i]
-				err := srt.run(parts.files[b], parts.bytes[b], func(rec []byte) error {
-					if recFlags(rec)&flagDeleted != 0 && w.floor != nil && (recFlags(rec)&flagModNull != 0 || recMod(rec) < *w.floor) {
-						dropped.Add(1)
-						return nil
-					}
-					return out.add(b, rec)
-				})
-				if err == nil {
-					err = out.endBucket()
-				}
-				if err != nil {
-					errOnce.Do(func() { firstErr = err })
-					failed.Store(true)
-					out.abort()
-					return
-				}
-				// The bucket's spill file is done with: free its disk now.
-				parts.drop(b)
-			}
-		}()
-	}
-	wg.Wait()
-	enc.stop()
-	all := &outputs{}
-	for _, o := range outs {
-		all.files = append(all.files, o.files...)
-		all.bytesOut += o.bytesOut
-		all.rowsOut += o.rowsOut
-		stats.inFlight = max(stats.inFlight, o.inFlight)
-	}
-	if firstErr != nil {
-		r.discard(all.files)
-		return nil, nil, firstErr
-	}
-	// Commit the files in bucket order, as one worker would have.
-	slices.SortStableFunc(all.files, func(a, b manifest.File) int { return cmp.Compare(*a.Bucket, *b.Bucket) })
-	stats.dropped = dropped.Load()
-	stats.sortRuns = int(runs.Load())
-	return all, stats, nil
-}
-
-// recBatch holds encoded records on their way to the spill files.
-type recBatch struct {
-	data    []byte
-	offs    []int // offs[i]:offs[i+1] is record i
-	buckets []int
-}
-
-func (b *recBatch) reset() {
-	b.data, b.offs, b.buckets = b.data[:0], b.offs[:1], b.buckets[:0]
+	return out, p.stats, nil
 }
