@@ -22,12 +22,22 @@ type Batch struct {
 	starts [][]int32
 	rows   int
 	arena  arena
+	// null holds each column's NULL, levels set; version and deleted the
+	// values of the last two columns last appended. AppendBatch copies
+	// them rather than setting the levels of each row's values anew.
+	null    []parquet.Value
+	version parquet.Value
+	deleted [2]parquet.Value
 }
 
 // NewBatch returns an empty batch of the mapping's schema.
 func (m *Mapping) NewBatch() *Batch {
-	b := &Batch{cols: make([][]parquet.Value, len(m.cols)+2), starts: make([][]int32, len(m.cols)+2), arena: arena{reuse: true}}
+	n := len(m.cols)
+	b := &Batch{cols: make([][]parquet.Value, n+2), starts: make([][]int32, n+2), arena: arena{reuse: true},
+		null: make([]parquet.Value, n), version: parquet.Int64Value(0).Level(0, 0, n),
+		deleted: [2]parquet.Value{parquet.BooleanValue(false).Level(0, 0, n+1), parquet.BooleanValue(true).Level(0, 0, n+1)}}
 	for i := range m.cols {
+		b.null[i] = parquet.Value{}.Level(0, 0, i)
 		if m.cols[i].list {
 			b.starts[i] = []int32{0}
 		}
@@ -82,11 +92,15 @@ func (m *Mapping) AppendBatch(b *Batch, values [][]byte, version int64, deleted 
 				b.starts[i] = append(b.starts[i], int32(len(b.cols[i])))
 			}
 		case v == nil:
-			b.cols[i] = append(b.cols[i], parquet.Value{}.Level(0, 0, i))
+			b.cols[i] = append(b.cols[i], b.null[i])
 		default:
 			var pv parquet.Value
 			if pv, err = decode(&b.arena, c, v); err == nil {
-				b.cols[i] = append(b.cols[i], pv.Level(0, 1, i))
+				// Level's call and its copies of the value cost more
+				// than the decoding of most types; the setters inline.
+				pv.SetDefinitionLevel(1)
+				pv.SetColumnIndex(i)
+				b.cols[i] = append(b.cols[i], pv)
 			}
 		}
 		if err != nil {
@@ -95,8 +109,15 @@ func (m *Mapping) AppendBatch(b *Batch, values [][]byte, version int64, deleted 
 		}
 	}
 	n := len(m.cols)
-	b.cols[n] = append(b.cols[n], parquet.Int64Value(version).Level(0, 0, n))
-	b.cols[n+1] = append(b.cols[n+1], parquet.BooleanValue(deleted).Level(0, 0, n+1))
+	if b.version.Int64() != version {
+		b.version = parquet.Int64Value(version).Level(0, 0, n)
+	}
+	b.cols[n] = append(b.cols[n], b.version)
+	d := 0
+	if deleted {
+		d = 1
+	}
+	b.cols[n+1] = append(b.cols[n+1], b.deleted[d])
 	b.rows++
 	return nil
 }

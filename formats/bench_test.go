@@ -109,3 +109,23 @@ func BenchmarkWriteBatch(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendBatch measures the reader's share alone: decoding rows
+// shaped like bench/export's table into a batch.
+func BenchmarkAppendBatch(b *testing.B) {
+	m, src, err := benchRows(1024)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := m.NewBatch()
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r := i % len(src)
+		if r == 0 {
+			batch.Reset()
+		}
+		if err := m.AppendBatch(batch, src[r], 1, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -148,7 +148,10 @@ func appendList(row []parquet.Value, a *arena, c *column, col int, b []byte) ([]
 			return row, err
 		}
 		p += l
-		row = append(row, v.Level(rep, 3, col))
+		v.SetRepetitionLevel(rep) // the setters inline, Level does not
+		v.SetDefinitionLevel(3)
+		v.SetColumnIndex(col)
+		row = append(row, v)
 	}
 	return row, nil
 }

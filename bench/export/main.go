@@ -365,6 +365,9 @@ type sizeResult struct {
 	files         int
 	exportUserCPU time.Duration
 	exportSysCPU  time.Duration
+	// The server's CPU time (serverCPU), the least of the rounds: COPY's
+	// and the export's.
+	copyServerCPU, exportServerCPU time.Duration
 }
 
 func measureSize(ctx context.Context, cfg config, dbURL string, n int) (sizeResult, error) {
@@ -376,22 +379,45 @@ func measureSize(ctx context.Context, cfg config, dbURL string, n int) (sizeResu
 	if _, err := copyReference(ctx, dbURL); err != nil {
 		return r, err
 	}
+	scpu, err := newServerCPU(ctx, dbURL)
+	if err != nil {
+		return r, err
+	}
+	defer scpu.close(context.WithoutCancel(ctx))
 	for i := 0; i < max(cfg.repeat, 1); i++ {
+		s0, err := scpu.reaped(ctx)
+		if err != nil {
+			return r, err
+		}
 		ct, err := copyReference(ctx, dbURL)
 		if err != nil {
 			return r, err
 		}
-		fmt.Printf("[%d rows] COPY binary to nothing: %.2fs, %.0f rows/s\n", n, ct.Seconds(), rate(n, ct))
+		s1, err := scpu.reaped(ctx)
+		if err != nil {
+			return r, err
+		}
+		fmt.Printf("[%d rows] COPY binary to nothing: %.2fs, %.0f rows/s, server CPU %.2fs\n", n, ct.Seconds(), rate(n, ct), (s1 - s0).Seconds())
 		if i == 0 || ct < r.copyTime {
 			r.copyTime = ct
+		}
+		if i == 0 || s1-s0 < r.copyServerCPU {
+			r.copyServerCPU = s1 - s0
 		}
 		dest := filepath.Join(cfg.workDir, fmt.Sprintf("dest-%d-%d", n, i))
 		full, err := runExport(ctx, cfg.bin, dbURL, dest, n)
 		if err != nil {
 			return r, err
 		}
-		fmt.Printf("[%d rows] export: %.2fs, %.0f rows/s, peak RSS %.1f MiB (VmHWM %.1f MiB), user %.2fs sys %.2fs\n",
-			n, full.wall.Seconds(), rate(n, full.wall), float64(full.maxRSS)/mib, float64(full.hwm)/mib, full.user.Seconds(), full.sys.Seconds())
+		s2, err := scpu.reaped(ctx)
+		if err != nil {
+			return r, err
+		}
+		fmt.Printf("[%d rows] export: %.2fs, %.0f rows/s, peak RSS %.1f MiB (VmHWM %.1f MiB), user %.2fs sys %.2fs, server CPU %.2fs\n",
+			n, full.wall.Seconds(), rate(n, full.wall), float64(full.maxRSS)/mib, float64(full.hwm)/mib, full.user.Seconds(), full.sys.Seconds(), (s2 - s1).Seconds())
+		if i == 0 || s2-s1 < r.exportServerCPU {
+			r.exportServerCPU = s2 - s1
+		}
 		if i == 0 || full.wall < r.exportTime {
 			r.exportTime, r.exportUserCPU, r.exportSysCPU = full.wall, full.user, full.sys
 			r.outBytes, r.files = dirSize(dest)
@@ -541,13 +567,13 @@ func report(results []sizeResult, sweep []sweepResult, cfg config) {
 	fmt.Println()
 	fmt.Printf("== export vs COPY (FORMAT binary) to nothing (fastest of %d; highest RSS) ==\n", max(cfg.repeat, 1))
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "rows\tCOPY s\tCOPY rows/s\texport s\texport rows/s\tratio\tmaxrss MiB\tVmHWM MiB\tno-change s\tno-change %\tParquet MiB\tfiles\tCPU user+sys s\t")
+	fmt.Fprintln(w, "rows\tCOPY s\tCOPY rows/s\texport s\texport rows/s\tratio\tmaxrss MiB\tVmHWM MiB\tno-change s\tno-change %\tParquet MiB\tfiles\tCPU user+sys s\tserver CPU s\tCOPY server CPU s\t")
 	for _, r := range results {
-		fmt.Fprintf(w, "%d\t%.2f\t%.0f\t%.2f\t%.0f\t%.2f\t%.1f\t%.1f\t%.3f\t%.1f%%\t%.1f\t%d\t%.2f\t\n",
+		fmt.Fprintf(w, "%d\t%.2f\t%.0f\t%.2f\t%.0f\t%.2f\t%.1f\t%.1f\t%.3f\t%.1f%%\t%.1f\t%d\t%.2f\t%.2f\t%.2f\t\n",
 			r.rows, r.copyTime.Seconds(), rate(r.rows, r.copyTime), r.exportTime.Seconds(), rate(r.rows, r.exportTime),
 			r.copyTime.Seconds()/r.exportTime.Seconds(), float64(r.exportRSS)/mib, float64(r.exportHWM)/mib,
 			r.noChangeTime.Seconds(), pct(r.noChangeTime, r.exportTime), float64(r.outBytes)/mib, r.files,
-			(r.exportUserCPU + r.exportSysCPU).Seconds())
+			(r.exportUserCPU + r.exportSysCPU).Seconds(), r.exportServerCPU.Seconds(), r.copyServerCPU.Seconds())
 	}
 	w.Flush()
 	fmt.Println("targets: ratio >= 0.80; peak RSS <= 150 MiB and flat across sizes; no-change run <= 5% of the full export")

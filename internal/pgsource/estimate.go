@@ -19,7 +19,7 @@ func (sc *Scanner) EstimateRows(ctx context.Context, rng watermark.Interval) (in
 	}
 	var total int64
 	for _, nullPhase := range phases {
-		sql, args := sc.pageSQL(rng, nil, nullPhase, 1)
+		sql, args, _ := sc.pageSQL(rng, nil, nullPhase, 1, false)
 		sql = strings.TrimSuffix(sql, "\nLIMIT 1")
 		var raw []byte
 		if err := sc.src.conn.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&raw); err != nil {

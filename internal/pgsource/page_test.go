@@ -1,6 +1,7 @@
 package pgsource
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -137,7 +138,7 @@ func TestPageSQL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tab := pageTable(tc.query)
 			sc := (&Source{}).NewScanner(tab, tab.Quoted())
-			sql, args := sc.pageSQL(tc.rng, tc.after, tc.nullPhase, 500)
+			sql, args, lay := sc.pageSQL(tc.rng, tc.after, tc.nullPhase, 500, false)
 
 			// Every value is a parameter: none is in the text, each
 			// placeholder $1..$n is used exactly once, and the arguments are
@@ -208,20 +209,25 @@ func TestPageSQL(t *testing.T) {
 			if !strings.Contains(sql, wantFrom) {
 				t.Errorf("want %q in:\n%s", wantFrom, sql)
 			}
-			// The modified-at column first, then whether the row is at the
-			// cursor, by the same row comparison as the WHERE over the same
-			// parameters, each converted once per page, then every column
-			// quoted.
-			atCursor := "false"
+			// After a cursor, whether the row is at it, by the same row
+			// comparison as the WHERE over the same parameters, each
+			// converted once per page; then every column quoted. The
+			// modified-at column is selected once, as a column.
+			lead, wantLay := "", pageLayout{at: -1}
 			for _, c := range conds {
 				if tc.after != nil && strings.Contains(c, ") >= (") {
-					atCursor = strings.Replace(c, ") >= (", ") = (", 1)
-					atCursor = anyCast.ReplaceAllString(atCursor, "(SELECT $0)")
+					atCursor := strings.Replace(c, ") >= (", ") = (", 1)
+					lead = anyCast.ReplaceAllString(atCursor, "(SELECT $0)") + ", "
+					wantLay = pageLayout{at: 0, values: 1}
 				}
 			}
-			sel := "SELECT " + modRef + ", " + atCursor + `, t."Updated At", t."Tenant Id", t."odd""key", t."org", t."select"`
+			wantLay.mod = wantLay.values
+			sel := "SELECT " + lead + `t."Updated At", t."Tenant Id", t."odd""key", t."org", t."select"`
 			if !strings.Contains(sql, sel+"\nFROM") {
 				t.Errorf("want %s in:\n%s", sel, sql)
+			}
+			if lay != wantLay {
+				t.Errorf("layout %+v, want %+v", lay, wantLay)
 			}
 		})
 	}
@@ -232,4 +238,79 @@ func TestPageSQL(t *testing.T) {
 type pred struct {
 	re     string
 	values []string
+}
+
+// TestPageLeadColumns checks what a page sends for every row besides the
+// columns: the modified-at a second time only when the data column cannot
+// stand in for it, and the flag of the rows at the cursor only when the
+// client cannot tell them itself.
+func TestPageLeadColumns(t *testing.T) {
+	to := "2024-02-01 00:00:00+00"
+	mod := "2024-01-15 12:00:00+00"
+	after := &watermark.Cursor{ModifiedAt: &mod, Key: []string{"41"}}
+	table := func(keyOID uint32, keyType string) *Table {
+		return &Table{
+			Spec: Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "at"},
+			Columns: []formats.Column{
+				{Name: "note", TypeOID: pgtype.TextOID, Typmod: -1, TypeName: "text"},
+				{Name: "at", TypeOID: pgtype.TimestamptzOID, Typmod: -1, TypeName: "timestamp with time zone"},
+				{Name: "id", TypeOID: keyOID, Typmod: -1, TypeName: keyType},
+			},
+			Relation: `"public"."items"`,
+			ModKind:  watermark.Timestamptz,
+			modIdx:   1,
+			keyIdx:   []int{2},
+		}
+	}
+	const cols = `t."note", t."at", t."id"`
+	flag := `(t."at", t."id") = ((SELECT CAST($2::text AS timestamp with time zone)), (SELECT CAST($1::text AS %s)))`
+	for _, tc := range []struct {
+		name        string
+		tab         *Table
+		exprs       func([]string) []string
+		exactTwins  bool
+		after       *watermark.Cursor
+		clientTwins bool
+		sel         string
+		lay         pageLayout
+	}{
+		{name: "first page", tab: table(pgtype.Int8OID, "bigint"), exactTwins: true,
+			sel: cols, lay: pageLayout{mod: 1, at: -1}},
+		{name: "after the caller's cursor", tab: table(pgtype.Int8OID, "bigint"), exactTwins: true, after: after,
+			sel: fmt.Sprintf(flag, "bigint") + ", " + cols, lay: pageLayout{mod: 2, at: 0, values: 1}},
+		{name: "after the last row, compared by the client", tab: table(pgtype.Int8OID, "bigint"), exactTwins: true, after: after, clientTwins: true,
+			sel: cols, lay: pageLayout{mod: 1, at: -1}},
+		{name: "uuid key", tab: table(pgtype.UUIDOID, "uuid"), exactTwins: true,
+			sel: cols, lay: pageLayout{mod: 1, at: -1}},
+		{name: "numeric key: 1.0 = 1.00", tab: table(pgtype.NumericOID, "numeric"), exactTwins: false, after: after,
+			sel: fmt.Sprintf(flag, "numeric") + ", " + cols, lay: pageLayout{mod: 2, at: 0, values: 1}},
+		{name: "text key: collations", tab: table(pgtype.TextOID, "text"), exactTwins: false,
+			sel: cols, lay: pageLayout{mod: 1, at: -1}},
+		{name: "bpchar key: trailing blanks", tab: table(pgtype.BPCharOID, "character"), exactTwins: false,
+			sel: cols, lay: pageLayout{mod: 1, at: -1}},
+		{name: "key selected as an expression", tab: table(pgtype.Int8OID, "bigint"), exactTwins: false,
+			exprs: func(q []string) []string { q[2] += "::text"; return q },
+			sel:   `t."note", t."at", t."id"::text, t."id"::text`, lay: pageLayout{mod: 1, at: -1}},
+		{name: "modified-at selected as an expression", tab: table(pgtype.Int8OID, "bigint"), exactTwins: false, after: after,
+			exprs: func(q []string) []string { q[1] = "pg_catalog.format('%s', " + q[1] + ")"; return q },
+			sel:   `t."at", ` + fmt.Sprintf(flag, "bigint") + `, t."note", pg_catalog.format('%s', t."at"), t."id"`, lay: pageLayout{mod: 0, at: 1, values: 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exprs := tc.tab.Quoted()
+			if tc.exprs != nil {
+				exprs = tc.exprs(exprs)
+			}
+			sc := (&Source{}).NewScanner(tc.tab, exprs)
+			if sc.exactTwins != tc.exactTwins {
+				t.Errorf("exactTwins = %v, want %v", sc.exactTwins, tc.exactTwins)
+			}
+			sql, _, lay := sc.pageSQL(watermark.Interval{To: to}, tc.after, false, 500, tc.clientTwins)
+			if want := "SELECT " + tc.sel + "\nFROM"; !strings.HasPrefix(sql, want) {
+				t.Errorf("want %s in:\n%s", want, sql)
+			}
+			if lay != tc.lay {
+				t.Errorf("layout %+v, want %+v", lay, tc.lay)
+			}
+		})
+	}
 }

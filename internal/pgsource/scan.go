@@ -74,6 +74,18 @@ type Scanner struct {
 	// AfterPage, when set, runs after each page (a test hook).
 	AfterPage func()
 	explained bool
+	// modCol is the position in Row.Values of the modified-at column when
+	// its select expression is the bare column, whose binary value is the
+	// one modFromBinary reads: the page then selects it once, and the
+	// cursor is read from the data column. Otherwise -1, and the page
+	// selects the bare column a second time, first.
+	modCol int
+	// exactTwins: the modified-at and every key column are of types whose
+	// values are equal only when their binary forms are, and their bytes
+	// are what Row carries (binaryEqual). The rows of a page at its cursor
+	// can then be told by the client, when the cursor is the last row it
+	// remembered, without a flag computed by the server for every row.
+	exactTwins bool
 	// last keeps the key values of the newest row passed to fn, since the
 	// row's own values are gone when the scan returns.
 	last     Row
@@ -140,17 +152,23 @@ func (sc *Scanner) sameAsLast(row *Row) bool {
 // numeric): the cursor must be a literal that the column's type reads back
 // as the same value.
 func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
-	sc := &Scanner{scan: scan{src: s, t: t, exprs: slices.Clone(selectExprs), ncols: len(selectExprs)}, PageRows: 50_000}
+	sc := &Scanner{scan: scan{src: s, t: t, exprs: slices.Clone(selectExprs), ncols: len(selectExprs)}, PageRows: 50_000, modCol: -1}
+	if mod := t.Columns[t.modIdx]; selectExprs[t.modIdx] == "t."+quoteIdent(mod.Name) {
+		sc.modCol = t.modIdx
+	}
+	sc.exactTwins = sc.modCol >= 0
 	copies := 0
 	for _, i := range t.keyIdx {
 		c := t.Columns[i]
 		ref := "t." + quoteIdent(c.Name)
 		if isFastKey(c.TypeOID) && selectExprs[i] == ref {
 			sc.keyCopy = append(sc.keyCopy, -1)
+			sc.exactTwins = sc.exactTwins && binaryEqual(c.TypeOID)
 			continue
 		}
 		sc.keyCopy = append(sc.keyCopy, copies)
 		sc.exprs = append(sc.exprs, ref+"::text")
+		sc.exactTwins = false
 		copies++
 	}
 	sc.ncopies = copies
@@ -169,6 +187,20 @@ func (t *Table) softDeletedExpr() string {
 		return "coalesce(" + ref + ", false)"
 	}
 	return "(" + ref + " IS NOT NULL)"
+}
+
+// binaryEqual reports whether two values of the type are equal, by its
+// equality operator, exactly when their binary forms are the same bytes.
+// Not numeric (1.0 = 1.00), the character types (bpchar ignores trailing
+// blanks, and a nondeterministic collation equates other strings), nor a
+// domain or an extension type, whose equality may be anything.
+func binaryEqual(oid uint32) bool {
+	switch oid {
+	case pgtype.Int2OID, pgtype.Int4OID, pgtype.Int8OID, pgtype.BoolOID, pgtype.UUIDOID,
+		pgtype.DateOID, pgtype.TimestampOID, pgtype.TimestamptzOID:
+		return true
+	}
+	return false
 }
 
 func isFastKey(oid uint32) bool {
@@ -271,11 +303,19 @@ func (s *scan) tenantPredicate(b *sqlBuilder) {
 	b.where = append(b.where, fmt.Sprintf("t.%s = %s", quoteIdent(col.Name), cast(b.arg(*s.t.Tenant), col.TypeName)))
 }
 
+// pageLayout says where a page's columns are: raw[mod] is the modified-at
+// value, raw[at] (when at >= 0) whether the row is at the page's cursor,
+// and the select expressions start at raw[values].
+type pageLayout struct{ mod, at, values int }
+
 // pageSQL builds one keyset page. after is the cursor to start at
 // (inclusive: the row at the cursor is returned again and skipped, so that
 // a duplicate of it is seen); nullPhase reads the rows whose modified-at is
-// NULL, ordered by key.
-func (s *scan) pageSQL(rng watermark.Interval, after *watermark.Cursor, nullPhase bool, limit int) (string, []any) {
+// NULL, ordered by key. clientTwins says that the caller tells the rows at
+// the cursor itself (see Scanner.exactTwins), so the page needs no flag
+// for them.
+func (sc *Scanner) pageSQL(rng watermark.Interval, after *watermark.Cursor, nullPhase bool, limit int, clientTwins bool) (string, []any, pageLayout) {
+	s := &sc.scan
 	var b sqlBuilder
 	mod := s.t.Columns[s.t.modIdx]
 	modRef := "t." + quoteIdent(mod.Name)
@@ -325,10 +365,28 @@ func (s *scan) pageSQL(rng watermark.Interval, after *watermark.Cursor, nullPhas
 	if !nullPhase {
 		order = append([]string{modRef}, keyRefs...)
 	}
-	sql := fmt.Sprintf("%sSELECT %s, %s, %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
-		s.with(), modRef, atCursor, strings.Join(s.exprs, ", "), s.from(), strings.Join(b.where, "\n  AND "),
+	// Each leading column is sent for every row: the modified-at is
+	// selected a second time only when the data column cannot stand in
+	// for it, and the flag only when some row can be at a cursor that the
+	// client cannot compare with itself.
+	var lead []string
+	lay := pageLayout{at: -1}
+	if sc.modCol < 0 {
+		lead = append(lead, modRef)
+	}
+	if after != nil && !clientTwins {
+		lay.at = len(lead)
+		lead = append(lead, atCursor)
+	}
+	lay.values = len(lead)
+	lay.mod = 0
+	if sc.modCol >= 0 {
+		lay.mod = lay.values + sc.modCol
+	}
+	sql := fmt.Sprintf("%sSELECT %s\nFROM %s\nWHERE %s\nORDER BY %s\nLIMIT %d",
+		s.with(), strings.Join(append(lead, s.exprs...), ", "), s.from(), strings.Join(b.where, "\n  AND "),
 		strings.Join(order, ", "), limit)
-	return sql, b.args
+	return sql, b.args, lay
 }
 
 // Scan reads every row of rng in (modified_at, pk) order, starting at the
@@ -349,8 +407,12 @@ func (sc *Scanner) Scan(ctx context.Context, rng watermark.Interval, start *wate
 
 func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after *watermark.Cursor, nullPhase bool, fn func(*Row) error) error {
 	row := &Row{scan: &sc.scan}
+	// The first page starts at the caller's cursor, which the scan has not
+	// seen; every later one at the last row it remembered.
+	fromLast := false
 	for {
-		sql, args := sc.pageSQL(rng, after, nullPhase, sc.PageRows)
+		clientTwins := fromLast && sc.exactTwins
+		sql, args, lay := sc.pageSQL(rng, after, nullPhase, sc.PageRows, clientTwins)
 		if !sc.explained && !nullPhase && sc.t.Query != "" {
 			sc.explained = true
 			sc.checkPushdown(ctx, sql, args)
@@ -371,14 +433,15 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
-			row.Values, row.keyTexts = raw[2:2+sc.ncols], raw[2+sc.ncols:2+sc.ncols+sc.ncopies]
+			v := lay.values
+			row.Values, row.keyTexts = raw[v:v+sc.ncols], raw[v+sc.ncols:v+sc.ncols+sc.ncopies]
 			if sc.t.SoftDelete != "" {
 				d := raw[len(raw)-1]
 				row.Deleted = len(d) == 1 && d[0] != 0
 			}
-			row.ModNull = raw[0] == nil
+			row.ModNull = raw[lay.mod] == nil
 			if !row.ModNull {
-				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[0]); err != nil {
+				if row.Mod, err = modFromBinary(sc.t.ModKind, raw[lay.mod]); err != nil {
 					return stop(fmt.Errorf("read modified-at: %w", err))
 				}
 			}
@@ -387,7 +450,19 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 					return stop(fmt.Errorf("%w %q, at %s", ErrNullKey, sc.t.Columns[i].Name, row.keyDescription()))
 				}
 			}
-			if len(raw[1]) == 1 && raw[1][0] != 0 {
+			var at bool
+			switch {
+			case lay.at >= 0:
+				at = len(raw[lay.at]) == 1 && raw[lay.at][0] != 0
+			case clientTwins:
+				// Rows at the cursor come first, and a row of these types
+				// is at it only when its bytes are the cursor row's: the
+				// page's first row, when it is the previous page's last.
+				// A second such row is a twin, which the check of
+				// sameAsLast below catches.
+				at = n == 1 && sc.sameAsLast(row)
+			}
+			if at {
 				// A page starts at its cursor inclusively: its first row is
 				// normally the previous page's last, which is skipped once.
 				// It is remembered, so that a duplicate of it is caught; a
@@ -424,6 +499,7 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 		if after, err = sc.LastCursor(); err != nil {
 			return err
 		}
+		fromLast = true
 	}
 }
 
