@@ -36,12 +36,12 @@ func (v *View) Expire(ctx context.Context, st *manifest.State, doomed []string, 
 		if err != nil {
 			return 0, err
 		}
-		pos, err := v.position(ctx, cur)
+		lg, err := v.lag(ctx, cur, st, markOf(st))
 		if err != nil {
 			return 0, err
 		}
-		if pos < st.Seq {
-			return 0, fmt.Errorf("the Iceberg view of %s stands at seq %d, behind seq %d: sync it before expiring", v.log.Model(), pos, st.Seq)
+		if lg.covered < st.Seq {
+			return 0, fmt.Errorf("the Iceberg view of %s stands at seq %d, behind seq %d: sync it before expiring", v.log.Model(), lg.covered, st.Seq)
 		}
 		head := cur.tbl.CurrentSnapshot()
 		var ids []int64
