@@ -252,40 +252,46 @@ func (v *View) bootstrap(ctx context.Context, tbl *table.Table, head *manifest.S
 	if err != nil {
 		return nil, fmt.Errorf("read commit %d of %s: %w", head.Seq, v.log.Model(), err)
 	}
-	tx := tbl.NewTransaction()
-	if err := v.evolve(tx, tbl, head.Schema, true); err != nil {
+	tx := newTxn(ctx, tbl)
+	if err := upgrade(tx.Transaction, tbl); err != nil {
+		return nil, err
+	}
+	if err := v.evolve(tx.Transaction, tbl, head.Schema, true); err != nil {
 		return nil, err
 	}
 	props := summary(c)
 	markOf(head).put(props)
 	props["highwater.bootstrap"] = "true"
-	files, err := v.dataFiles(head.Files, boundsOf(tx, head.Identity))
+	files, err := v.dataFiles(head.Files, boundsOf(tx.Transaction, head.Identity))
 	if err != nil {
 		return nil, err
 	}
-	if err := addFiles(ctx, tx, files, props); err != nil {
+	if err := addFiles(ctx, tx.Transaction, files, props); err != nil {
 		return nil, err
 	}
-	return commit(ctx, tx, head.Seq)
+	return tx.commit(ctx, head.Seq)
 }
 
 // publishCommit makes commit c, whose mark is m, the next snapshot of tbl.
 func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.Commit, m mark) (*table.Table, error) {
-	tx := tbl.NewTransaction()
-	if err := v.evolve(tx, tbl, c.Schema, c.Kind == manifest.KindFullRefresh); err != nil {
+	tx := newTxn(ctx, tbl)
+	if err := upgrade(tx.Transaction, tbl); err != nil {
+		return nil, err
+	}
+	if err := v.evolve(tx.Transaction, tbl, c.Schema, c.Kind == manifest.KindFullRefresh); err != nil {
 		return nil, fmt.Errorf("seq %d: %w", c.Seq, err)
 	}
 	props := summary(c)
 	m.put(props)
-	adds, err := v.dataFiles(c.Added, boundsOf(tx, &c.Identity))
+	adds, err := v.dataFiles(c.Added, boundsOf(tx.Transaction, &c.Identity))
 	if err != nil {
 		return nil, err
 	}
 	if len(c.Removed) == 0 {
-		if err := addFiles(ctx, tx, adds, props); err != nil {
+		if err := addFiles(ctx, tx.Transaction, adds, props); err != nil {
 			return nil, fmt.Errorf("seq %d: %w", c.Seq, err)
 		}
-		return commit(ctx, tx, c.Seq)
+		return tx.commit(ctx, c.Seq)
 	}
 	dels := make([]iceberg.DataFile, 0, len(c.Removed))
 	for _, k := range c.Removed {
@@ -303,7 +309,7 @@ func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.
 	if err := tx.ReplaceDataFilesWithDataFiles(ctx, dels, adds, props, table.WithoutAutoNameMapping()); err != nil {
 		return nil, fmt.Errorf("seq %d: replace %d files with %d: %w", c.Seq, len(dels), len(adds), err)
 	}
-	return commit(ctx, tx, c.Seq)
+	return tx.commit(ctx, c.Seq)
 }
 
 func addFiles(ctx context.Context, tx *table.Transaction, files []iceberg.DataFile, props iceberg.Properties) error {
@@ -316,12 +322,58 @@ func addFiles(ctx context.Context, tx *table.Transaction, files []iceberg.DataFi
 	return tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck(), table.WithoutAutoNameMapping())
 }
 
-func commit(ctx context.Context, tx *table.Transaction, seq int64) (*table.Table, error) {
+// txn is a transaction on a table of the view, and where it writes.
+// iceberg-go may write a manifest that its snapshot does not name (an
+// append that merges writes the new files' manifest, then the merged one):
+// no version will ever name it, so commit deletes it, which only this
+// writer can know.
+type txn struct {
+	*table.Transaction
+	bio  *bucketIO
+	from int // bio's writes before the transaction's
+}
+
+func newTxn(ctx context.Context, tbl *table.Table) *txn {
+	tx := &txn{Transaction: tbl.NewTransaction()}
+	if fsys, err := tbl.FS(ctx); err == nil {
+		if tx.bio, _ = fsys.(*bucketIO); tx.bio != nil {
+			tx.from = tx.bio.writes()
+		}
+	}
+	return tx
+}
+
+// commit publishes tx as the snapshot of seq.
+func (tx *txn) commit(ctx context.Context, seq int64) (*table.Table, error) {
 	t, err := tx.Commit(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("publish seq %d as an Iceberg snapshot: %w", seq, err)
 	}
+	if tx.bio != nil {
+		removeUnnamed(t.CurrentSnapshot(), tx.bio, tx.bio.written(tx.from))
+	}
 	return t, nil
+}
+
+// removeUnnamed deletes those of created that snap does not name. It is
+// only tidying: a file it fails to delete stays, named by nothing.
+func removeUnnamed(snap *table.Snapshot, bio *bucketIO, created []string) {
+	if snap == nil || len(created) == 0 {
+		return
+	}
+	named := map[string]bool{snap.ManifestList: true}
+	mans, err := snap.Manifests(bio)
+	if err != nil {
+		return
+	}
+	for _, m := range mans {
+		named[m.FilePath()] = true
+	}
+	for _, name := range created {
+		if !named[name] {
+			_ = bio.Remove(name)
+		}
+	}
 }
 
 // evolve stages the schema change that sc needs, and the name mapping that
