@@ -89,6 +89,31 @@ func expireViews(env *environment, d *destination.Destination, model string, cut
 	}
 }
 
+// cleanViews is the end of a vacuum of a model published as Iceberg, once
+// its view is up to date: it expires the snapshots older than the
+// retention (as expireViews does when vacuum deletes files), then deletes
+// the metadata that no retained version of the view names. A clean that
+// fails loses nothing (the next vacuum finds the same files), so it warns
+// and the vacuum stands.
+func cleanViews(ctx context.Context, env *environment, d *destination.Destination, model string, cutoff time.Time) {
+	log := manifest.NewLog(d, model)
+	st, err := log.ReadState(ctx)
+	if err != nil || !st.Publishes(manifest.TableFormatIceberg) {
+		return
+	}
+	v := iceberg.NewView(log, d.ObjectURL(log.Key()))
+	var deleted []string
+	if _, err = v.Expire(ctx, st, nil, cutoff); err == nil {
+		deleted, err = v.Clean(ctx, cutoff)
+	}
+	if err != nil {
+		env.logger.Warn("delete the unreferenced Iceberg metadata (the next vacuum tries again)", "model", model, "error", err.Error())
+	}
+	if len(deleted) > 0 {
+		env.logger.Info("deleted unreferenced Iceberg metadata", "model", model, "objects", len(deleted))
+	}
+}
+
 func cmdIceberg(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "iceberg",

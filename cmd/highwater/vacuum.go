@@ -49,6 +49,9 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			stop()
 			if err == nil && !*dryRun {
 				err = publishViews(ctx, env, d, lake.model, "", nil)
+				if err == nil {
+					cleanViews(ctx, env, d, lake.model, now.Add(-*olderThan))
+				}
 			}
 			if err != nil {
 				return err
