@@ -16,7 +16,10 @@ import (
 
 // Result describes a committed run.
 type Result struct {
-	Commit   *manifest.Commit
+	Commit *manifest.Commit
+	// State is the log's state folded up to Commit, so that what follows
+	// the export (the table formats) need not read the log again.
+	State    *manifest.State
 	Plan     *manifest.Plan
 	Resumed  bool
 	Warnings []string
@@ -104,5 +107,5 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		// The commit stands; the next commit rewrites the list.
 		r.warnf("rewrite the symlink manifest: %v", err)
 	}
-	return &Result{Commit: c, Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
+	return &Result{Commit: c, State: st, Plan: r.plan, Resumed: resumed, Warnings: r.warn}, nil
 }

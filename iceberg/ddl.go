@@ -5,24 +5,27 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/highwater-dev/highwater/manifest"
 )
 
 // Engines are the engines DDL knows.
 var Engines = []string{"athena", "bigquery", "duckdb", "snowflake", "spark", "trino"}
 
-// Head says where the view stands without changing it: Result's To is the
-// seq of its current snapshot (0: none), Version and MetadataURL its newest
-// metadata version (0: no view).
-func (v *View) Head(ctx context.Context) (*Result, error) {
+// Head says where the view stands against st, the log's state, without
+// changing it: Result's To is st.Seq when the view shows st's table, and
+// otherwise the seq of its current snapshot (0: none); Version and
+// MetadataURL are its newest metadata version (0: no view).
+func (v *View) Head(ctx context.Context, st *manifest.State) (*Result, error) {
 	cur, err := v.current(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pos, err := v.position(ctx, cur)
+	lg, err := v.lag(ctx, cur, st, markOf(st))
 	if err != nil {
 		return nil, err
 	}
-	return &Result{From: pos, To: pos, Version: cur.version, MetadataURL: v.MetadataURL(cur.version)}, nil
+	return &Result{From: lg.covered, To: lg.covered, Version: cur.version, MetadataURL: v.MetadataURL(cur.version)}, nil
 }
 
 // DDL prints what engine needs to read the view as table name: the

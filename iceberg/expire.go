@@ -21,9 +21,10 @@ import (
 // if s < r, so every snapshot below the newest removal among doomed goes.
 // It returns the number of snapshots expired.
 //
-// Expiring only edits the metadata: the old metadata versions stay, and a
-// reader that time-travels through one of them may find files gone, as
-// with any Iceberg table whose snapshots expired.
+// Expiring only edits the metadata: the old metadata versions stay until
+// Clean deletes those no longer retained, and a reader that time-travels
+// through one of them may find files gone, as with any Iceberg table whose
+// snapshots expired.
 func (v *View) Expire(ctx context.Context, st *manifest.State, doomed []string, before time.Time) (int, error) {
 	var below int64
 	for _, k := range doomed {
@@ -36,12 +37,12 @@ func (v *View) Expire(ctx context.Context, st *manifest.State, doomed []string, 
 		if err != nil {
 			return 0, err
 		}
-		pos, err := v.position(ctx, cur)
+		lg, err := v.lag(ctx, cur, st, markOf(st))
 		if err != nil {
 			return 0, err
 		}
-		if pos < st.Seq {
-			return 0, fmt.Errorf("the Iceberg view of %s stands at seq %d, behind seq %d: sync it before expiring", v.log.Model(), pos, st.Seq)
+		if lg.covered < st.Seq {
+			return 0, fmt.Errorf("the Iceberg view of %s stands at seq %d, behind seq %d: sync it before expiring", v.log.Model(), lg.covered, st.Seq)
 		}
 		head := cur.tbl.CurrentSnapshot()
 		var ids []int64

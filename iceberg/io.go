@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	iceio "github.com/apache/iceberg-go/io"
@@ -27,6 +29,22 @@ type bucketIO struct {
 	b      objstore.Bucket
 	root   string // the table location, e.g. s3://bucket/lake/orders
 	prefix string // the model's key, e.g. orders
+
+	mu      sync.Mutex
+	created []string // the names written, in order
+}
+
+// written returns the names written since the first n.
+func (f *bucketIO) written(n int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.created[min(n, len(f.created)):])
+}
+
+func (f *bucketIO) writes() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.created)
 }
 
 var (
@@ -76,7 +94,13 @@ func (f *bucketIO) WriteFile(name string, p []byte) error {
 	if err != nil {
 		return err
 	}
-	return f.b.Put(f.ctx, k, bytes.NewReader(p), objstore.PutOptions{})
+	if err := f.b.Put(f.ctx, k, bytes.NewReader(p), objstore.PutOptions{}); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.created = append(f.created, name)
+	f.mu.Unlock()
+	return nil
 }
 
 func (f *bucketIO) Create(name string) (iceio.FileWriter, error) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/apache/iceberg-go"
@@ -38,9 +39,13 @@ type Result struct {
 // Sync brings the view up to head, the state of the log as the caller
 // read it (nil: read it now). A view that does not exist gets one snapshot
 // of head's committed set; a view that lags gets one snapshot per commit it
-// lacks. A sync racing another one loses a version now and then, reads the
-// new head of the view and goes on from there: between them, every commit
-// is published once.
+// lacks that changes the table (its files or its schema): a commit that
+// changes neither, such as an export that found no row, makes no snapshot,
+// so that it costs the view no write. A view that shows head already costs
+// three reads (the hint, a look for a newer version, the metadata), however
+// long the log. A sync racing another one loses a version now and then,
+// reads the new head of the view and goes on from there: between them,
+// every commit is published once.
 func (v *View) Sync(ctx context.Context, head *manifest.State) (*Result, error) {
 	if head == nil {
 		var err error
@@ -48,24 +53,25 @@ func (v *View) Sync(ctx context.Context, head *manifest.State) (*Result, error) 
 			return nil, fmt.Errorf("read the state of %s: %w", v.log.Model(), err)
 		}
 	}
+	want := markOf(head)
 	res := &Result{From: -1}
 	for {
 		cur, err := v.current(ctx)
 		if err != nil {
 			return nil, err
 		}
-		pos, err := v.position(ctx, cur)
+		lg, err := v.lag(ctx, cur, head, want)
 		if err != nil {
 			return nil, err
 		}
 		if res.From < 0 {
-			res.From = pos
+			res.From = lg.covered
 		}
-		res.To, res.Version, res.MetadataURL = pos, cur.version, v.MetadataURL(cur.version)
-		if pos >= head.Seq {
+		res.To, res.Version, res.MetadataURL = lg.covered, cur.version, v.MetadataURL(cur.version)
+		if lg.covered >= head.Seq {
 			return res, nil
 		}
-		err = v.advance(ctx, cur, pos, head, res)
+		err = v.advance(ctx, cur, lg, head, res)
 		if errors.Is(err, ErrConflict) {
 			res.Lost++
 			continue // another writer published first: look again
@@ -74,6 +80,62 @@ func (v *View) Sync(ctx context.Context, head *manifest.State) (*Result, error) 
 			return nil, err
 		}
 	}
+}
+
+// lag is what a view lacks of the log's head.
+type lag struct {
+	// covered is the newest seq whose table the view shows (0: none).
+	covered int64
+	// pending are the commits after covered, oldest first, and marks
+	// their marks.
+	pending []*manifest.Commit
+	marks   []mark
+	// matched: covered was found by the current snapshot's mark, not by
+	// its seq alone (a view whose mark is missing, or wrong).
+	matched bool
+}
+
+// lag finds what the view cur lacks of head, whose mark is want. A view
+// whose current snapshot shows want lacks nothing, which costs no read.
+// Otherwise it steps back from head, a commit at a time, until the table
+// is the one the current snapshot shows, and at the latest at the
+// snapshot's seq: it reads only the commits the view lacks.
+func (v *View) lag(ctx context.Context, cur current, head *manifest.State, want mark) (*lag, error) {
+	if cur.tbl == nil || cur.tbl.CurrentSnapshot() == nil {
+		return &lag{}, nil
+	}
+	snap := cur.tbl.CurrentSnapshot()
+	if snap.Summary != nil && want.is(snap.Summary.Properties) {
+		return &lag{covered: max(head.Seq, snapshotSeqOf(snap)), matched: true}, nil
+	}
+	pos, err := v.position(ctx, cur)
+	if err != nil {
+		return nil, err
+	}
+	lg := &lag{covered: pos}
+	if pos >= head.Seq {
+		// The view is at head, or ahead of the state the caller read.
+		return lg, nil
+	}
+	m := want
+	seq := head.Seq
+	for ; seq > pos; seq-- {
+		if m.is(snap.Summary.Properties) {
+			lg.matched = true
+			break
+		}
+		c, err := v.log.ReadCommit(ctx, seq)
+		if err != nil {
+			return nil, fmt.Errorf("read commit %d of %s: %w", seq, v.log.Model(), err)
+		}
+		lg.pending = append(lg.pending, c)
+		lg.marks = append(lg.marks, m)
+		m = m.undo(head, c)
+	}
+	lg.covered = seq
+	slices.Reverse(lg.pending)
+	slices.Reverse(lg.marks)
+	return lg, nil
 }
 
 // position is the seq of the view's current snapshot; 0 without one.
@@ -113,8 +175,16 @@ func snapshotSeq(snap *table.Snapshot) (int64, iceberg.Properties) {
 	return seq, snap.Summary.Properties
 }
 
-// advance publishes what the view lacks, one version at a time.
-func (v *View) advance(ctx context.Context, cur current, pos int64, head *manifest.State, res *Result) error {
+func snapshotSeqOf(snap *table.Snapshot) int64 {
+	seq, _ := snapshotSeq(snap)
+	return seq
+}
+
+// advance publishes what the view lacks, one version at a time: a snapshot
+// for each pending commit that changes the table. A view whose mark did not
+// match (missing or wrong) also gets one for the last commit, so that its
+// current snapshot carries head's mark and the next sync reads no commit.
+func (v *View) advance(ctx context.Context, cur current, lg *lag, head *manifest.State, res *Result) error {
 	tbl := cur.tbl
 	if tbl == nil {
 		t, err := v.create(ctx, head)
@@ -125,22 +195,23 @@ func (v *View) advance(ctx context.Context, cur current, pos int64, head *manife
 		res.Published++
 	}
 	if tbl.CurrentSnapshot() == nil {
-		t, err := v.bootstrap(ctx, tbl, head)
-		if err != nil {
+		if _, err := v.bootstrap(ctx, tbl, head); err != nil {
 			return err
 		}
-		_ = t
 		res.Published++
 		return nil
 	}
-	for seq := pos + 1; seq <= head.Seq; seq++ {
-		c, err := v.log.ReadCommit(ctx, seq)
-		if err != nil {
-			return fmt.Errorf("read commit %d of %s: %w", seq, v.log.Model(), err)
+	published := false
+	for i, c := range lg.pending {
+		last := i == len(lg.pending)-1
+		if !changes(head, c) && (!last || lg.matched || published) {
+			continue
 		}
-		if tbl, err = v.publishCommit(ctx, tbl, c); err != nil {
+		var err error
+		if tbl, err = v.publishCommit(ctx, tbl, c, lg.marks[i]); err != nil {
 			return err
 		}
+		published = true
 		res.Published++
 	}
 	return nil
@@ -181,38 +252,46 @@ func (v *View) bootstrap(ctx context.Context, tbl *table.Table, head *manifest.S
 	if err != nil {
 		return nil, fmt.Errorf("read commit %d of %s: %w", head.Seq, v.log.Model(), err)
 	}
-	tx := tbl.NewTransaction()
-	if err := v.evolve(tx, tbl, head.Schema, true); err != nil {
+	tx := newTxn(ctx, tbl)
+	if err := upgrade(tx.Transaction, tbl); err != nil {
+		return nil, err
+	}
+	if err := v.evolve(tx.Transaction, tbl, head.Schema, true); err != nil {
 		return nil, err
 	}
 	props := summary(c)
+	markOf(head).put(props)
 	props["highwater.bootstrap"] = "true"
-	files, err := v.dataFiles(head.Files, boundsOf(tx, head.Identity))
+	files, err := v.dataFiles(head.Files, boundsOf(tx.Transaction, head.Identity))
 	if err != nil {
 		return nil, err
 	}
-	if err := addFiles(ctx, tx, files, props); err != nil {
+	if err := addFiles(ctx, tx.Transaction, files, props); err != nil {
 		return nil, err
 	}
-	return commit(ctx, tx, head.Seq)
+	return tx.commit(ctx, head.Seq)
 }
 
-// publishCommit makes commit c the next snapshot of tbl.
-func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.Commit) (*table.Table, error) {
-	tx := tbl.NewTransaction()
-	if err := v.evolve(tx, tbl, c.Schema, c.Kind == manifest.KindFullRefresh); err != nil {
+// publishCommit makes commit c, whose mark is m, the next snapshot of tbl.
+func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.Commit, m mark) (*table.Table, error) {
+	tx := newTxn(ctx, tbl)
+	if err := upgrade(tx.Transaction, tbl); err != nil {
+		return nil, err
+	}
+	if err := v.evolve(tx.Transaction, tbl, c.Schema, c.Kind == manifest.KindFullRefresh); err != nil {
 		return nil, fmt.Errorf("seq %d: %w", c.Seq, err)
 	}
 	props := summary(c)
-	adds, err := v.dataFiles(c.Added, boundsOf(tx, &c.Identity))
+	m.put(props)
+	adds, err := v.dataFiles(c.Added, boundsOf(tx.Transaction, &c.Identity))
 	if err != nil {
 		return nil, err
 	}
 	if len(c.Removed) == 0 {
-		if err := addFiles(ctx, tx, adds, props); err != nil {
+		if err := addFiles(ctx, tx.Transaction, adds, props); err != nil {
 			return nil, fmt.Errorf("seq %d: %w", c.Seq, err)
 		}
-		return commit(ctx, tx, c.Seq)
+		return tx.commit(ctx, c.Seq)
 	}
 	dels := make([]iceberg.DataFile, 0, len(c.Removed))
 	for _, k := range c.Removed {
@@ -230,7 +309,7 @@ func (v *View) publishCommit(ctx context.Context, tbl *table.Table, c *manifest.
 	if err := tx.ReplaceDataFilesWithDataFiles(ctx, dels, adds, props, table.WithoutAutoNameMapping()); err != nil {
 		return nil, fmt.Errorf("seq %d: replace %d files with %d: %w", c.Seq, len(dels), len(adds), err)
 	}
-	return commit(ctx, tx, c.Seq)
+	return tx.commit(ctx, c.Seq)
 }
 
 func addFiles(ctx context.Context, tx *table.Transaction, files []iceberg.DataFile, props iceberg.Properties) error {
@@ -243,12 +322,58 @@ func addFiles(ctx context.Context, tx *table.Transaction, files []iceberg.DataFi
 	return tx.AddDataFiles(ctx, files, props, table.WithoutDuplicateCheck(), table.WithoutAutoNameMapping())
 }
 
-func commit(ctx context.Context, tx *table.Transaction, seq int64) (*table.Table, error) {
+// txn is a transaction on a table of the view, and where it writes.
+// iceberg-go may write a manifest that its snapshot does not name (an
+// append that merges writes the new files' manifest, then the merged one):
+// no version will ever name it, so commit deletes it, which only this
+// writer can know.
+type txn struct {
+	*table.Transaction
+	bio  *bucketIO
+	from int // bio's writes before the transaction's
+}
+
+func newTxn(ctx context.Context, tbl *table.Table) *txn {
+	tx := &txn{Transaction: tbl.NewTransaction()}
+	if fsys, err := tbl.FS(ctx); err == nil {
+		if tx.bio, _ = fsys.(*bucketIO); tx.bio != nil {
+			tx.from = tx.bio.writes()
+		}
+	}
+	return tx
+}
+
+// commit publishes tx as the snapshot of seq.
+func (tx *txn) commit(ctx context.Context, seq int64) (*table.Table, error) {
 	t, err := tx.Commit(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("publish seq %d as an Iceberg snapshot: %w", seq, err)
 	}
+	if tx.bio != nil {
+		removeUnnamed(t.CurrentSnapshot(), tx.bio, tx.bio.written(tx.from))
+	}
 	return t, nil
+}
+
+// removeUnnamed deletes those of created that snap does not name. It is
+// only tidying: a file it fails to delete stays, named by nothing.
+func removeUnnamed(snap *table.Snapshot, bio *bucketIO, created []string) {
+	if snap == nil || len(created) == 0 {
+		return
+	}
+	named := map[string]bool{snap.ManifestList: true}
+	mans, err := snap.Manifests(bio)
+	if err != nil {
+		return
+	}
+	for _, m := range mans {
+		named[m.FilePath()] = true
+	}
+	for _, name := range created {
+		if !named[name] {
+			_ = bio.Remove(name)
+		}
+	}
 }
 
 // evolve stages the schema change that sc needs, and the name mapping that

@@ -290,5 +290,36 @@ func tableProperties() iceberg.Properties {
 		// Each metadata version lists the earlier ones; ten are enough to
 		// find one's way back.
 		"write.metadata.previous-versions-max": "10",
+		// Each append writes a manifest; merged once there are
+		// mergeManifests of them (iceberg-go packs them into manifests of
+		// up to commit.manifest.target-size-bytes, 8 MB), so that
+		// planning a scan of the current snapshot reads a bounded number
+		// of manifests however many commits the table has had.
+		table.ManifestMergeEnabledKey:  "true",
+		table.ManifestMinMergeCountKey: strconv.Itoa(mergeManifests),
 	}
+}
+
+// mergeManifests is the number of manifests past which an append merges
+// them: a merge reads and rewrites them, so a smaller number makes appends
+// dearer and scans cheaper.
+const mergeManifests = 10
+
+// upgrade stages the table properties that tbl lacks, such as those an
+// earlier highwater did not set.
+func upgrade(tx *table.Transaction, tbl *table.Table) error {
+	have := tbl.Properties()
+	missing := iceberg.Properties{}
+	for k, v := range tableProperties() {
+		if have[k] != v {
+			missing[k] = v
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := tx.SetProperties(missing); err != nil {
+		return fmt.Errorf("set the table properties: %w", err)
+	}
+	return nil
 }

@@ -84,7 +84,7 @@ only the buckets that new rows touch.`,
 			res, err := dedupe.Run(ctx, d, d.ObjectURL, opts)
 			stop()
 			if err == nil {
-				err = publishViews(ctx, env, d, lake.model, "")
+				err = publishViews(ctx, env, d, lake.model, "", nil)
 			}
 			if *metricsOut != "" {
 				fig := runFigures{model: lake.model, tenant: lake.instanceTenant(), failed: err != nil}

@@ -349,7 +349,7 @@ func runExports(ctx context.Context, env *environment, ff *fleetFlags, shard fle
 		res, err := export.Run(ctx, src, d, d.ObjectURL, o)
 		stop()
 		if err == nil {
-			err = publishViews(ctx, env, d, o.Model, j.tableFormat)
+			err = publishViews(ctx, env, d, o.Model, j.tableFormat, res.State)
 		}
 		d.Close()
 		fig := runFigures{model: o.Model, tenant: j.inst.Tenant, failed: err != nil}

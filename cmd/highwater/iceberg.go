@@ -33,12 +33,15 @@ func checkTableFormat(f string) error {
 // view left behind by a process that died between its commit and its
 // snapshot is repaired by the next command. optIn is a format the command
 // was asked to start publishing (--table-format, table_format:), which the
-// log then records.
-func publishViews(ctx context.Context, env *environment, d *destination.Destination, model, optIn string) error {
+// log then records. st is the state the command's commit left (nil: read
+// it now); the view is brought up to it.
+func publishViews(ctx context.Context, env *environment, d *destination.Destination, model, optIn string, st *manifest.State) error {
 	log := manifest.NewLog(d, model)
-	st, err := log.ReadState(ctx)
-	if err != nil {
-		return fmt.Errorf("read the state of %s: %w", model, err)
+	var err error
+	if st == nil {
+		if st, err = log.ReadState(ctx); err != nil {
+			return fmt.Errorf("read the state of %s: %w", model, err)
+		}
 	}
 	if optIn == manifest.TableFormatIceberg && !st.Publishes(optIn) && st.Seq > 0 {
 		if st, err = iceberg.Enable(ctx, log); err != nil {
@@ -86,14 +89,39 @@ func expireViews(env *environment, d *destination.Destination, model string, cut
 	}
 }
 
+// cleanViews is the end of a vacuum of a model published as Iceberg, once
+// its view is up to date: it expires the snapshots older than the
+// retention (as expireViews does when vacuum deletes files), then deletes
+// the metadata that no retained version of the view names. A clean that
+// fails loses nothing (the next vacuum finds the same files), so it warns
+// and the vacuum stands.
+func cleanViews(ctx context.Context, env *environment, d *destination.Destination, model string, cutoff time.Time) {
+	log := manifest.NewLog(d, model)
+	st, err := log.ReadState(ctx)
+	if err != nil || !st.Publishes(manifest.TableFormatIceberg) {
+		return
+	}
+	v := iceberg.NewView(log, d.ObjectURL(log.Key()))
+	var deleted []string
+	if _, err = v.Expire(ctx, st, nil, cutoff); err == nil {
+		deleted, err = v.Clean(ctx, cutoff)
+	}
+	if err != nil {
+		env.logger.Warn("delete the unreferenced Iceberg metadata (the next vacuum tries again)", "model", model, "error", err.Error())
+	}
+	if len(deleted) > 0 {
+		env.logger.Info("deleted unreferenced Iceberg metadata", "model", model, "objects", len(deleted))
+	}
+}
+
 func cmdIceberg(env *environment) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "iceberg",
 		Short: "Publish models as Apache Iceberg tables",
 		Long: `A model exported with --table-format iceberg (table_format: iceberg in the config) is also an Apache
-Iceberg table at <dest>/<model>/, with metadata/ beside data/: each commit of the log is one snapshot.
-Every command that commits publishes it; sync brings a view that lags (or was lost) up to the log's
-head, and register points a catalog at it (docs/readers.md).`,
+Iceberg table at <dest>/<model>/, with metadata/ beside data/: each commit of the log that changes the
+table (its files or its schema) is one snapshot. Every command that commits publishes it; sync brings a
+view that lags (or was lost) up to the log's head, and register points a catalog at it (docs/readers.md).`,
 		Example: `  highwater export --source postgres://exporter@db/app --table public.orders \
       --primary-key id --modified-at updated_at --dest s3://lake/prod --table-format iceberg
   highwater iceberg sync --dest s3://lake/prod --model orders
@@ -108,7 +136,7 @@ func cmdIcebergSync(env *environment) *cobra.Command {
 		Use:   "sync",
 		Short: "Bring a model's Iceberg view up to its log",
 		Long: `Sync publishes, as Iceberg snapshots, the commits of the log that the model's Iceberg view lacks: one
-snapshot per commit, or one snapshot of the whole committed set when the view does not exist yet or was
+snapshot per commit that changes the table, or one snapshot of the whole committed set when the view does not exist yet or was
 lost (delete <dest>/<model>/metadata/ to rebuild it). --enable starts publishing a model that its
 exports did not opt in, and records that in the log.`,
 		Example: `  highwater iceberg sync --dest s3://lake/prod --model orders
@@ -298,7 +326,7 @@ func icebergDDL(ctx context.Context, env *environment, lake *lakeFlags, engine, 
 		return err
 	}
 	defer d.Close()
-	head, err := v.Head(ctx)
+	head, err := v.Head(ctx, st)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,10 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 				BeforeDelete: expireViews(env, d, lake.model, now.Add(-*olderThan))})
 			stop()
 			if err == nil && !*dryRun {
-				err = publishViews(ctx, env, d, lake.model, "")
+				err = publishViews(ctx, env, d, lake.model, "", nil)
+				if err == nil {
+					cleanViews(ctx, env, d, lake.model, now.Add(-*olderThan))
+				}
 			}
 			if err != nil {
 				return err

@@ -5,9 +5,11 @@
 package pgsource
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -15,10 +17,14 @@ import (
 	"github.com/highwater-dev/highwater/internal/redact"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 )
 
 // ErrUnreachable: the source server could not be reached.
 var ErrUnreachable = errors.New("source unreachable")
+
+// readBuffer is the size of the buffer the source's socket is read into.
+const readBuffer = 128 << 10
 
 // Source is one connection to the source database.
 type Source struct {
@@ -42,6 +48,12 @@ func Connect(ctx context.Context, url string) (*Source, error) {
 		return nil, err
 	}
 	cfg.RuntimeParams["application_name"] = "highwater"
+	// pgproto3 reads the socket 8 KiB at a time, a read system call for
+	// each hundred rows of a page; a larger buffer under it makes one read
+	// of what the server has sent so far.
+	cfg.BuildFrontend = func(r io.Reader, w io.Writer) *pgproto3.Frontend {
+		return pgproto3.NewFrontend(bufio.NewReaderSize(r, readBuffer), w)
+	}
 	if cfg.ConnectTimeout == 0 {
 		cfg.ConnectTimeout = 15 * time.Second
 	}

@@ -1,0 +1,4 @@
+package iceberg
+
+// MergeManifests is mergeManifests, for the tests.
+const MergeManifests = mergeManifests
