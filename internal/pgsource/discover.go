@@ -204,14 +204,20 @@ func (s *Source) pinSearchPath(ctx context.Context, t *Table) error {
 }
 
 // lookupSQL finds a table named as the user wrote it (under the role's
-// search_path), with its inheritance children, in one statement.
+// search_path), with its inheritance children, in one statement. It runs
+// under that path, so every function and operator is qualified: a schema
+// of the path may define one of the same name that fits the arguments
+// better than pg_catalog's (a format over text, an = over oid and
+// regclass), and would be chosen even though pg_catalog comes first.
 const lookupSQL = `
-	SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text,
-	       array(SELECT format('%I.%I', cn.nspname, cc.relname)
-	             FROM pg_inherits i JOIN pg_class cc ON cc.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = cc.relnamespace
-	             WHERE i.inhparent = c.oid ORDER BY cn.nspname, cc.relname)::text[]
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE c.oid = to_regclass($1)`
+	SELECT c.oid, pg_catalog.format('%I.%I', n.nspname, c.relname), c.relkind::pg_catalog.text,
+	       array(SELECT pg_catalog.format('%I.%I', cn.nspname, cc.relname)
+	             FROM pg_catalog.pg_inherits i
+	             JOIN pg_catalog.pg_class cc ON cc.oid OPERATOR(pg_catalog.=) i.inhrelid
+	             JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) cc.relnamespace
+	             WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid ORDER BY cn.nspname, cc.relname)::pg_catalog.text[]
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+	WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid`
 
 // refuseInheritance refuses a table with inheritance children. Reading it
 // reads their rows too, but its unique index covers only its own rows: a
