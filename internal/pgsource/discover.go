@@ -247,7 +247,8 @@ func (t *Table) describe() string {
 // domains are replaced by their base types (with the innermost domain's
 // typmod, as a domain fixes its base's), and an array's element likewise,
 // so that the mapping sees only base, enum, range and composite types.
-// The walk stops 32 domains down: deeper is refused.
+// The walk resolves at most 31 domains nested in one another, as the
+// statement per domain before it did: deeper is refused.
 // Type names are read under search_path pg_catalog alone (the caller's
 // duty), so that format_type qualifies every other schema's. %s is the
 // input: the rows (i, name, notnull, oid, typmod) in the order of i.
@@ -257,7 +258,7 @@ walk(i, oid, typmod, depth) AS (
 	UNION ALL
 	SELECT w.i, t.typbasetype, t.typtypmod, w.depth + 1
 	FROM walk w JOIN pg_type t ON t.oid = w.oid
-	WHERE t.typtype = 'd' AND w.depth < 32),
+	WHERE t.typtype = 'd' AND w.depth < 31),
 base AS (
 	SELECT w.i, w.oid, w.typmod, t.typtype::text AS typtype, CASE WHEN t.typcategory = 'A' THEN nullif(t.typelem, 0) END AS elem
 	FROM walk w JOIN pg_type t ON t.oid = w.oid
@@ -267,7 +268,7 @@ ewalk(i, oid, depth) AS (
 	UNION ALL
 	SELECT e.i, t.typbasetype, e.depth + 1
 	FROM ewalk e JOIN pg_type t ON t.oid = e.oid
-	WHERE t.typtype = 'd' AND e.depth < 32),
+	WHERE t.typtype = 'd' AND e.depth < 31),
 ebase AS (
 	SELECT e.i, e.oid, t.typtype::text AS typtype
 	FROM ewalk e JOIN pg_type t ON t.oid = e.oid
