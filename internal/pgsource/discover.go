@@ -204,14 +204,20 @@ func (s *Source) pinSearchPath(ctx context.Context, t *Table) error {
 }
 
 // lookupSQL finds a table named as the user wrote it (under the role's
-// search_path), with its inheritance children, in one statement.
+// search_path), with its inheritance children, in one statement. It runs
+// under that path, so every function and operator is qualified: a schema
+// of the path may define one of the same name that fits the arguments
+// better than pg_catalog's (a format over text, an = over oid and
+// regclass), and would be chosen even though pg_catalog comes first.
 const lookupSQL = `
-	SELECT c.oid, format('%I.%I', n.nspname, c.relname), c.relkind::text,
-	       array(SELECT format('%I.%I', cn.nspname, cc.relname)
-	             FROM pg_inherits i JOIN pg_class cc ON cc.oid = i.inhrelid JOIN pg_namespace cn ON cn.oid = cc.relnamespace
-	             WHERE i.inhparent = c.oid ORDER BY cn.nspname, cc.relname)::text[]
-	FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-	WHERE c.oid = to_regclass($1)`
+	SELECT c.oid, pg_catalog.format('%I.%I', n.nspname, c.relname), c.relkind::pg_catalog.text,
+	       array(SELECT pg_catalog.format('%I.%I', cn.nspname, cc.relname)
+	             FROM pg_catalog.pg_inherits i
+	             JOIN pg_catalog.pg_class cc ON cc.oid OPERATOR(pg_catalog.=) i.inhrelid
+	             JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) cc.relnamespace
+	             WHERE i.inhparent OPERATOR(pg_catalog.=) c.oid ORDER BY cn.nspname, cc.relname)::pg_catalog.text[]
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+	WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1::pg_catalog.text)::pg_catalog.oid`
 
 // refuseInheritance refuses a table with inheritance children. Reading it
 // reads their rows too, but its unique index covers only its own rows: a
@@ -241,7 +247,8 @@ func (t *Table) describe() string {
 // domains are replaced by their base types (with the innermost domain's
 // typmod, as a domain fixes its base's), and an array's element likewise,
 // so that the mapping sees only base, enum, range and composite types.
-// The walk stops 32 domains down: deeper is refused.
+// The walk resolves at most 31 domains nested in one another, as the
+// statement per domain before it did: deeper is refused.
 // Type names are read under search_path pg_catalog alone (the caller's
 // duty), so that format_type qualifies every other schema's. %s is the
 // input: the rows (i, name, notnull, oid, typmod) in the order of i.
@@ -251,7 +258,7 @@ walk(i, oid, typmod, depth) AS (
 	UNION ALL
 	SELECT w.i, t.typbasetype, t.typtypmod, w.depth + 1
 	FROM walk w JOIN pg_type t ON t.oid = w.oid
-	WHERE t.typtype = 'd' AND w.depth < 32),
+	WHERE t.typtype = 'd' AND w.depth < 31),
 base AS (
 	SELECT w.i, w.oid, w.typmod, t.typtype::text AS typtype, CASE WHEN t.typcategory = 'A' THEN nullif(t.typelem, 0) END AS elem
 	FROM walk w JOIN pg_type t ON t.oid = w.oid
@@ -261,7 +268,7 @@ ewalk(i, oid, depth) AS (
 	UNION ALL
 	SELECT e.i, t.typbasetype, e.depth + 1
 	FROM ewalk e JOIN pg_type t ON t.oid = e.oid
-	WHERE t.typtype = 'd' AND e.depth < 32),
+	WHERE t.typtype = 'd' AND e.depth < 31),
 ebase AS (
 	SELECT e.i, e.oid, t.typtype::text AS typtype
 	FROM ewalk e JOIN pg_type t ON t.oid = e.oid
