@@ -25,11 +25,20 @@ type countingBucket struct {
 	objstore.Bucket
 	mu sync.Mutex
 	n  map[string]int
+	// gets counts the reads of each key.
+	gets map[string]int
 }
 
 func (c *countingBucket) count(op string) {
 	c.mu.Lock()
 	c.n[op]++
+	c.mu.Unlock()
+}
+
+func (c *countingBucket) countGet(key string) {
+	c.mu.Lock()
+	c.n["get"]++
+	c.gets[key]++
 	c.mu.Unlock()
 }
 
@@ -39,12 +48,12 @@ func (c *countingBucket) Put(ctx context.Context, key string, r io.Reader, opts 
 }
 
 func (c *countingBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.count("get")
+	c.countGet(key)
 	return c.Bucket.Get(ctx, key)
 }
 
 func (c *countingBucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	c.count("get")
+	c.countGet(key)
 	return c.Bucket.GetRange(ctx, key, offset, length)
 }
 
@@ -159,7 +168,7 @@ func (l *lake) countedExport(opts export.Options) *countingBucket {
 		l.t.Fatal(err)
 	}
 	defer d.Close()
-	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}}
+	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}, gets: map[string]int{}}
 	d.Bucket = c
 	res, err := export.Run(ctx, src, d, d.ObjectURL, opts)
 	if err != nil {
