@@ -23,11 +23,20 @@ type countingBucket struct {
 	objstore.Bucket
 	mu sync.Mutex
 	n  map[string]int
+	// gets counts the reads of each key.
+	gets map[string]int
 }
 
 func (c *countingBucket) count(op string) {
 	c.mu.Lock()
 	c.n[op]++
+	c.mu.Unlock()
+}
+
+func (c *countingBucket) countGet(key string) {
+	c.mu.Lock()
+	c.n["get"]++
+	c.gets[key]++
 	c.mu.Unlock()
 }
 
@@ -37,12 +46,12 @@ func (c *countingBucket) Put(ctx context.Context, key string, r io.Reader, opts 
 }
 
 func (c *countingBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.count("get")
+	c.countGet(key)
 	return c.Bucket.Get(ctx, key)
 }
 
 func (c *countingBucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	c.count("get")
+	c.countGet(key)
 	return c.Bucket.GetRange(ctx, key, offset, length)
 }
 
@@ -146,7 +155,7 @@ func (l *lake) countedExport(opts export.Options) *countingBucket {
 	src := l.source(ctx)
 	defer src.Close(ctx)
 	d := l.openDest()
-	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}}
+	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}, gets: map[string]int{}}
 	d.Bucket = c
 	res, err := export.Run(ctx, src, d, d.ObjectURL, opts)
 	if err != nil {

@@ -60,6 +60,9 @@ type Listing struct {
 	Commits     []int64 // ascending
 	Checkpoints []int64 // ascending
 	Hint        bool    // _last_checkpoint exists
+	// attrs are the listed attributes of the commits and checkpoints, by
+	// name, which a Log's cache compares with those it folded (see cache.go).
+	attrs map[string]objstore.Attrs
 }
 
 // List lists the whole log. Stores list in pages (S3: 1000 keys), so the
@@ -70,7 +73,7 @@ type Listing struct {
 func (l *Log) List(ctx context.Context) (*Listing, error) {
 	ls := &Listing{First: 1}
 	err := l.bucket.List(ctx, l.Key("_manifests")+"/", func(a objstore.Attrs) error {
-		ls.add(path.Base(a.Key))
+		ls.add(path.Base(a.Key), a)
 		return nil
 	})
 	if err != nil {
@@ -80,20 +83,25 @@ func (l *Log) List(ctx context.Context) (*Listing, error) {
 	return ls, nil
 }
 
-// add records one name of the log's directory.
-func (ls *Listing) add(name string) {
+// add records one name of the log's directory, listed with attributes a.
+func (ls *Listing) add(name string, a objstore.Attrs) {
 	if name == hintName {
 		ls.Hint = true
 		return
 	}
 	seq, checkpoint, ok := parseLogName(name)
-	switch {
-	case !ok:
-	case checkpoint:
+	if !ok {
+		return
+	}
+	if checkpoint {
 		ls.Checkpoints = append(ls.Checkpoints, seq)
-	default:
+	} else {
 		ls.Commits = append(ls.Commits, seq)
 	}
+	if ls.attrs == nil {
+		ls.attrs = make(map[string]objstore.Attrs)
+	}
+	ls.attrs[name] = a
 }
 
 // sort puts the seqs in order. Lexical order is seq order for names of
@@ -136,7 +144,7 @@ func gapError(missing int64, evidence string) error {
 // Head returns the newest commit's seq, or ErrGap. It lists the tail of
 // the log after a proven state checkpoint (see readHead).
 func (l *Log) Head(ctx context.Context) (int64, error) {
-	head, _, err := l.readHead(ctx)
+	head, _, _, err := l.readHead(ctx)
 	return head, err
 }
 

@@ -35,6 +35,8 @@ type Log struct {
 	// is in the store but its writer has not heard so (a test hook).
 	Failpoint func(name string)
 	probed    bool
+	// cache is the last state ReadState folded (see cache.go).
+	cache stateCache
 }
 
 // NewLog returns the log of model in bucket.
@@ -118,15 +120,20 @@ func (l *Log) ReadCommit(ctx context.Context, seq int64) (*Commit, error) {
 // ReadState finds the head of the log (see readHead) and folds it: from
 // the newest state checkpoint that proves itself (see trustedCheckpoint),
 // then every commit after it. ErrGap when a commit below the head and
-// above that checkpoint is missing.
+// above that checkpoint is missing. A second read folds only the commits
+// since the first (see cache.go); the state returned is the caller's own.
 func (l *Log) ReadState(ctx context.Context) (*State, error) {
-	head, st, err := l.readHead(ctx)
+	if st, ok, err := l.readCached(ctx); err != nil || ok {
+		return st, err
+	}
+	head, st, ls, err := l.readHead(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if err := l.foldTo(ctx, st, head, nil); err != nil {
 		return nil, err
 	}
+	l.cache.remember(ls.First, ls, st)
 	return st, nil
 }
 

@@ -25,22 +25,23 @@ import (
 // listed, as before there were hints.
 
 // readHead finds the head of the log and the state to fold up to it: a
-// proven state checkpoint at or below the head, or the empty state.
-func (l *Log) readHead(ctx context.Context) (head int64, base *State, err error) {
-	ls, base, err := l.listTail(ctx)
+// proven state checkpoint at or below the head, or the empty state. ls is
+// the listing it found the head in.
+func (l *Log) readHead(ctx context.Context) (head int64, base *State, ls *Listing, err error) {
+	ls, base, err = l.listTail(ctx)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	if ls == nil {
 		if ls, err = l.List(ctx); err != nil {
-			return 0, nil, err
+			return 0, nil, nil, err
 		}
 		base = &State{Version: currentVersion()}
 	}
 	if head, err = ls.Head(); err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	return head, l.trustedCheckpoint(ctx, ls, base), nil
+	return head, l.trustedCheckpoint(ctx, ls, base), ls, nil
 }
 
 // listTail lists the log after the checkpoint its hint names, when that
@@ -80,7 +81,7 @@ func (l *Log) HeadSince(ctx context.Context, seq int64) (int64, error) {
 func (l *Log) listInto(ctx context.Context, ls *Listing, after string) error {
 	dir := l.Key("_manifests") + "/"
 	err := l.bucket.ListAfter(ctx, dir, dir+after, func(a objstore.Attrs) error {
-		ls.add(path.Base(a.Key))
+		ls.add(path.Base(a.Key), a)
 		return nil
 	})
 	if err != nil {

@@ -1,0 +1,41 @@
+package export_test
+
+import (
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestNoChangeReadsTheLogOnce: an export reads the state to plan and again
+// to commit; the second read lists what is new and reads no commit or
+// checkpoint the first one read. Counted on logs with 1 commit (no state
+// checkpoint) and with 35 commits since the last checkpoint.
+func TestNoChangeReadsTheLogOnce(t *testing.T) {
+	for _, n := range []int{1, 85} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 second', 'n' || g, g FROM generate_series(1, 10) g`)
+			scratch := l.options()
+			scratch.Model = "scratch"
+			first := l.mustExport(scratch).Commit
+			synthesizeHistory(t, l, first, n)
+			c := l.countedExport(l.options())
+			t.Logf("no-change export on %d commits: %s", n, c)
+			dir := l.model + "/_manifests/"
+			log := 0
+			for _, key := range slices.Sorted(maps.Keys(c.gets)) {
+				name, ok := strings.CutPrefix(key, dir)
+				if !ok || !strings.HasSuffix(name, ".json") || path.Base(name) != name {
+					continue
+				}
+				log += c.gets[key]
+				if c.gets[key] > 1 {
+					t.Errorf("%s read %d times", key, c.gets[key])
+				}
+			}
+			t.Logf("reads of the log's commits and checkpoints: %d", log)
+		})
+	}
+}
