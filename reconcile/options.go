@@ -57,6 +57,11 @@ type Options struct {
 	Progress *progress.Counter
 	// Failpoint, when set, is called at "reconcile-before-commit".
 	Failpoint func(name string)
+
+	// judges and share, when set (by tests: export_test.go), fix how many
+	// partitions are judged at once and each one's share of the budget.
+	judges int
+	share  int64
 }
 
 func (o *Options) setDefaults() {

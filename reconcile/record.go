@@ -1,9 +1,9 @@
 package reconcile
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 
 	"github.com/parquet-go/parquet-go"
@@ -206,6 +206,15 @@ type rowShape struct {
 	deleted int
 	// keysOnly: the hash covers the modified-at only.
 	keysOnly bool
+	// seeds of the values' hash, drawn once per reconcile (newRowShape):
+	// both sides of one comparison hash with the same seeds, and a hash
+	// never leaves the process.
+	seeds [2]maphash.Seed
+}
+
+func newRowShape(nsrc int, key []int, mod int, keysOnly bool) rowShape {
+	return rowShape{nsrc: nsrc, key: key, mod: mod, version: nsrc, deleted: nsrc + 1, keysOnly: keysOnly,
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
 // hasher turns rows into records; it is reused row after row and is not
@@ -223,6 +232,18 @@ func (h *hasher) positions(row parquet.Row, ncols int) {
 		h.pos = make([]int, ncols)
 	}
 	h.pos = h.pos[:ncols]
+	// A row's values come in column order. When the last value's column
+	// is the row's length less one, each of columns 0..len-1 has exactly
+	// one value, as in every row of a table without arrays.
+	if n := len(row); n <= ncols && (n == 0 || int(row[n-1].Column()) == n-1) {
+		for i := range h.pos {
+			h.pos[i] = -1
+			if i < n {
+				h.pos[i] = i
+			}
+		}
+		return
+	}
 	for i := range h.pos {
 		h.pos[i] = -1
 	}
@@ -287,8 +308,11 @@ func (h *hasher) record(r *record, row parquet.Row, ncols int) {
 			k = appendValue(k, v)
 		}
 	}
-	sum := sha256.Sum256(k[start:])
-	copy(r.hash[:], sum[:hashLen])
+	// Two 64-bit hashes with seeds drawn at random per reconcile: a change
+	// goes unseen only if both collide, for values chosen without knowing
+	// the seeds, at a fraction of a cryptographic hash's cost.
+	binary.LittleEndian.PutUint64(r.hash[:8], maphash.Bytes(sh.seeds[0], k[start:]))
+	binary.LittleEndian.PutUint64(r.hash[8:], maphash.Bytes(sh.seeds[1], k[start:]))
 	h.buf = k
 	r.key = k[:keyLen]
 }
