@@ -34,6 +34,9 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 			n++
 			r.maxVersion = max(r.maxVersion, rec.version)
 			r.opts.Progress.Add(1)
+			if parts.rows%measureRows == 0 {
+				r.mem.measure()
+			}
 			return parts.add(&rec)
 		})
 		if err != nil {

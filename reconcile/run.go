@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -40,7 +39,8 @@ type runner struct {
 	id      manifest.Identity
 	kind    watermark.Kind
 	window  window
-	budget  int64 // bytes of records compared in memory at once
+	mem     *memory
+	budget  int64 // bytes of records compared in memory at once, at the start
 	spill   string
 	res     *Result
 	// diffs holds, in the order found, every key that differs, for a
@@ -82,14 +82,16 @@ func Run(ctx context.Context, src *pgsource.Source, b objstore.Bucket, objectURL
 		return nil, err
 	}
 	r := &runner{opts: opts, src: src, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model), logger: opts.Logger.With("model", opts.Model), res: &Result{}}
-	// Records and buffers are the only data held; the limit leaves the
-	// process's own pages and the collector's headroom the rest.
-	goLimit := max(opts.MemoryLimit-40<<20, 16<<20)
-	prev := debug.SetMemoryLimit(goLimit)
-	defer debug.SetMemoryLimit(prev)
-	r.budget = max(goLimit/4, 2<<20)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
+	}
+	// Records and buffers are the only data held; the binary's pages,
+	// measured (memory.go), and the collector's headroom take the rest.
+	r.mem = newMemory(opts.MemoryLimit)
+	defer r.mem.release()
+	r.budget = r.mem.budget()
+	if r.mem.short {
+		r.warnf("--memory-limit %d MiB leaves less than %d MiB beside the binary's resident pages: memory will exceed it", opts.MemoryLimit>>20, leastGoLimit>>20)
 	}
 	dir, err := newSpillDir(opts.TempDir)
 	if err != nil {
@@ -245,11 +247,7 @@ func (r *runner) compare(ctx context.Context) error {
 	if r.opts.judges > 0 {
 		judges = r.opts.judges
 	}
-	share := r.budget / int64(judges)
-	n := r.partitionCount(share)
-	if r.opts.share > 0 {
-		share = r.opts.share
-	}
+	n := r.partitionCount(r.budget / int64(judges))
 	bufs := max(r.budget/4, 1<<20)
 	srcParts, err := newPartitions(r.spill, "source", n, 0, bufs)
 	if err != nil {
@@ -291,7 +289,7 @@ func (r *runner) compare(ctx context.Context) error {
 		}
 		r.diffs, r.diffW = f, bufio.NewWriterSize(f, 64<<10)
 	}
-	c, err := r.judgeAll(ctx, srcParts, lakeParts, judges, share)
+	c, err := r.judgeAll(ctx, srcParts, lakeParts, judges)
 	if err != nil {
 		return err
 	}
@@ -326,17 +324,18 @@ func (r *runner) compare(ctx context.Context) error {
 }
 
 // judgeAll judges the partitions, judges of them at once, each in its
-// share of the budget, and adds up what they found. Partitions hold
-// disjoint keys, so the sum is the comparison of the whole: the counts
-// and samples do not depend on which judge took which partition, only
-// the order of the repair's spilled differences does.
-func (r *runner) judgeAll(ctx context.Context, src, lake *partitions, judges int, share int64) (*comparison, error) {
+// share of the budget as it is when the judge takes the partition, and
+// adds up what they found. Partitions hold disjoint keys, so the sum is
+// the comparison of the whole: the counts and samples do not depend on
+// which judge took which partition, only the order of the repair's
+// spilled differences does.
+func (r *runner) judgeAll(ctx context.Context, src, lake *partitions, judges int) (*comparison, error) {
 	found := make([]comparison, judges)
 	var next atomic.Int64
 	g, gctx := errgroup.WithContext(ctx)
 	for w := range judges {
 		g.Go(func() error {
-			j := &judge{r: r, share: share, c: &found[w]}
+			j := &judge{r: r, share: r.opts.share, judges: judges, c: &found[w]}
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(src.files) {
@@ -404,9 +403,11 @@ func (c *comparison) sample(kind int, key []byte) {
 // A judge compares partitions one at a time within its share of the
 // budget, reusing its buffers from one partition to the next.
 type judge struct {
-	r     *runner
-	share int64
-	c     *comparison
+	r *runner
+	// share is fixed by a test, or 0: the budget now, shared by judges.
+	share  int64
+	judges int
+	c      *comparison
 	// The records of one partition of each side and the bytes they alias.
 	srcRecs, lakeRecs []record
 	srcData, lakeData []byte
@@ -423,7 +424,11 @@ func (j *judge) partition(ctx context.Context, src, lake *partitions, i, depth i
 	if size == 0 {
 		return nil
 	}
-	if size*3 > j.share && depth < 4 {
+	share := j.share
+	if share == 0 {
+		share = r.mem.measure() / int64(j.judges)
+	}
+	if size*3 > share && depth < 4 {
 		return j.split(ctx, src, lake, i, depth)
 	}
 	var err error
@@ -605,6 +610,9 @@ func (r *runner) readSource(ctx context.Context, parts *partitions) error {
 		h.record(&rec, row, ncols)
 		rec.version = 0
 		r.opts.Progress.Add(1)
+		if parts.rows%measureRows == 0 {
+			r.mem.measure()
+		}
 		return parts.add(&rec)
 	})
 	if err != nil {
