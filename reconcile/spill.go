@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/highwater-dev/highwater/internal/spill"
 )
 
 // partitions spill the records of one side to one file per key-hash
@@ -57,18 +59,7 @@ func (p *partitions) add(r *record) error {
 }
 
 // finish flushes every file; the buffers are dropped.
-func (p *partitions) finish() error {
-	for i, w := range p.w {
-		if w == nil {
-			continue
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("write a spill file: %w", err)
-		}
-		p.w[i] = nil
-	}
-	return nil
-}
+func (p *partitions) finish() error { return spill.FlushAll(p.w, p.files) }
 
 // read returns the records of partition i, all of them in memory: the
 // caller checks the partition's size against the budget first. It reuses
