@@ -29,8 +29,10 @@ type memory struct {
 	mu      sync.Mutex
 	goLimit int64
 	prev    int64 // the Go limit before, restored by release
-	// short is set when the limit leaves less than the least Go limit.
-	short bool
+	// short is set when the limit leaves less than the least Go limit;
+	// outside is then what was measured outside the runtime.
+	short   bool
+	outside int64
 }
 
 const (
@@ -75,7 +77,7 @@ func (m *memory) measure() (budget int64) {
 	defer m.mu.Unlock()
 	want := m.limit - outside - headroom
 	if want < leastGoLimit {
-		want, m.short = leastGoLimit, true
+		want, m.short, m.outside = leastGoLimit, true, outside
 	}
 	if want < m.goLimit {
 		m.goLimit = want
@@ -85,6 +87,14 @@ func (m *memory) measure() (budget int64) {
 		debug.FreeOSMemory()
 	}
 	return m.share()
+}
+
+// least is the least limit that would have held when the limit fell
+// short.
+func (m *memory) least() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.outside + headroom + leastGoLimit
 }
 
 // release restores the Go limit that was set before.

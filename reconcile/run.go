@@ -91,7 +91,8 @@ func Run(ctx context.Context, src *pgsource.Source, b objstore.Bucket, objectURL
 	defer r.mem.release()
 	r.budget = r.mem.budget()
 	if r.mem.short {
-		r.warnf("--memory-limit %d MiB leaves less than %d MiB beside the binary's resident pages: memory will exceed it", opts.MemoryLimit>>20, leastGoLimit>>20)
+		r.warnf("--memory-limit %d MiB leaves the heap less than %d MiB beside the pages this binary holds resident: memory will exceed the limit; the least that holds is about %d MiB",
+			opts.MemoryLimit>>20, leastGoLimit>>20, (r.mem.least()+1<<20-1)>>20)
 	}
 	dir, err := newSpillDir(opts.TempDir)
 	if err != nil {
