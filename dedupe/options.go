@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/dustin/go-humanize"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/progress"
+	"github.com/highwater-dev/highwater/internal/runopts"
 )
 
 // Defaults of Options.
@@ -61,21 +61,9 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.MemoryLimit <= 0 {
-		o.MemoryLimit = DefaultMemoryLimit
-	}
-	if o.TargetFileBytes <= 0 {
-		o.TargetFileBytes = DefaultTargetFileBytes
-	}
-	if o.TempDir == "" {
-		o.TempDir = os.TempDir()
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Failpoint == nil {
-		o.Failpoint = func(string) {}
-	}
+	runopts.Positive(&o.MemoryLimit, DefaultMemoryLimit)
+	runopts.Positive(&o.TargetFileBytes, DefaultTargetFileBytes)
+	runopts.Defaults(&o.TempDir, &o.Logger, &o.Failpoint)
 }
 
 // Validate checks what can be checked before touching the destination.

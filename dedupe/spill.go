@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/highwater-dev/highwater/internal/spill"
 )
 
 // spillDir is a run's private directory of spill files, removed at the end
@@ -84,21 +86,7 @@ func (p *partitions) add(bucket int, rec []byte) error {
 }
 
 // finish flushes every file and rewinds it for reading.
-func (p *partitions) finish() error {
-	for i, w := range p.ws {
-		if w == nil {
-			continue
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("write spill file: %w", err)
-		}
-		if _, err := p.files[i].Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("rewind spill file: %w", err)
-		}
-		p.ws[i] = nil
-	}
-	return nil
-}
+func (p *partitions) finish() error { return spill.FlushAll(p.ws, p.files) }
 
 func (p *partitions) close() {
 	for b := range p.files {

@@ -10,7 +10,9 @@
 // modified-at, the version and a hash of the values) and spilled to local
 // disk in key-hash partitions, so memory stays bounded whatever the size:
 // a partition is compared in memory, and one too large for the budget is
-// split again.
+// split again. Partitions hold disjoint keys, so several are judged at
+// once, one per CPU as far as the budget holds (memory.go says how the
+// memory limit is divided).
 //
 // The values are hashed as the lake holds them. The source's rows are read
 // with the export's own select expressions and converted by the export's

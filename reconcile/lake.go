@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/highwater-dev/highwater/internal/lakeread"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
 	"github.com/parquet-go/parquet-go"
@@ -34,6 +35,9 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 			n++
 			r.maxVersion = max(r.maxVersion, rec.version)
 			r.opts.Progress.Add(1)
+			if parts.rows%measureRows == 0 {
+				r.mem.measure()
+			}
 			return parts.add(&rec)
 		})
 		if err != nil {
@@ -46,61 +50,26 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 // readFile calls fn for each row of a committed file: every column, or
 // with KeysOnly only the key, modified-at and hidden columns.
 func (r *runner) readFile(ctx context.Context, f manifest.File, fn func(parquet.Row) error) error {
-	rc, err := r.bucket.Get(ctx, r.log.Key(f.Key))
+	local, pf, err := lakeread.Open(ctx, r.bucket, r.log.Key(f.Key), func() (*os.File, error) {
+		f, err := os.CreateTemp(r.spill, "input-*")
+		if err != nil {
+			return nil, fmt.Errorf("create a local copy: %w", err)
+		}
+		return f, nil
+	})
 	if err != nil {
 		return err
 	}
-	defer rc.Close()
-	// Parquet needs random access: a local copy makes it cheap on every
-	// store.
-	local, err := os.CreateTemp(r.spill, "input-*")
-	if err != nil {
-		return fmt.Errorf("create a local copy: %w", err)
-	}
-	defer func() {
-		local.Close()
-		os.Remove(local.Name())
-	}()
-	n, err := io.Copy(local, rc)
-	if err != nil {
-		return fmt.Errorf("download: %w", err)
-	}
-	pf, err := parquet.OpenFile(local, n, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true), parquet.ReadBufferSize(64<<10))
-	if err != nil {
-		return fmt.Errorf("open: %w", err)
-	}
+	defer lakeread.Discard(local)
 	if err := r.checkFileSchema(pf.Schema()); err != nil {
 		return err
 	}
-	emit := fn
 	if r.opts.KeysOnly {
-		return r.readColumns(ctx, pf, emit)
+		return r.readColumns(ctx, pf, fn)
 	}
-	buf := make([]parquet.Row, 128)
 	for _, rg := range pf.RowGroups() {
-		rows := rg.Rows()
-		for {
-			if err := ctx.Err(); err != nil {
-				rows.Close()
-				return err
-			}
-			k, err := rows.ReadRows(buf)
-			for _, row := range buf[:k] {
-				if ferr := emit(row); ferr != nil {
-					rows.Close()
-					return ferr
-				}
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				rows.Close()
-				return fmt.Errorf("read rows: %w", err)
-			}
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("read rows: %w", err)
+		if err := lakeread.EachRow(ctx, rg, fn); err != nil {
+			return err
 		}
 	}
 	return nil

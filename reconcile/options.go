@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/internal/progress"
+	"github.com/highwater-dev/highwater/internal/runopts"
 	"github.com/highwater-dev/highwater/manifest"
 )
 
@@ -57,30 +57,21 @@ type Options struct {
 	Progress *progress.Counter
 	// Failpoint, when set, is called at "reconcile-before-commit".
 	Failpoint func(name string)
+
+	// judges and share, when set (by tests: export_test.go), fix how many
+	// partitions are judged at once and each one's share of the budget.
+	judges int
+	share  int64
 }
 
 func (o *Options) setDefaults() {
-	if o.MemoryLimit <= 0 {
-		o.MemoryLimit = DefaultMemoryLimit
-	}
-	if o.TargetFileBytes <= 0 {
-		o.TargetFileBytes = DefaultTargetFileBytes
-	}
-	if o.PageRows <= 0 {
-		o.PageRows = DefaultPageRows
-	}
-	if o.TempDir == "" {
-		o.TempDir = os.TempDir()
-	}
+	runopts.Positive(&o.MemoryLimit, DefaultMemoryLimit)
+	runopts.Positive(&o.TargetFileBytes, DefaultTargetFileBytes)
+	runopts.Positive(&o.PageRows, DefaultPageRows)
 	if o.Compression == "" {
 		o.Compression = "zstd"
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Failpoint == nil {
-		o.Failpoint = func(string) {}
-	}
+	runopts.Defaults(&o.TempDir, &o.Logger, &o.Failpoint)
 }
 
 // Validate checks what can be checked before touching the source or the

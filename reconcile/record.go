@@ -1,12 +1,13 @@
 package reconcile
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash/maphash"
 	"math"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 )
 
 // A record is what a comparison keeps of one row, in memory and in the
@@ -75,107 +76,102 @@ func newer(a, b *record) bool {
 	return a.ordinal > b.ordinal
 }
 
-// Value tags of keyBytes and of the hashed form.
-const (
-	tagNull = iota
-	tagFalse
-	tagTrue
-	tagInt32
-	tagInt64
-	tagInt96
-	tagFloat
-	tagDouble
-	tagBytes
-	tagFixed
-)
+// tagNull is the tag of a NULL in keyBytes and in the hashed form; any
+// other value's tag is its parquet.Kind plus one.
+const tagNull = 0
+
+func kindTag(k parquet.Kind) byte { return byte(k) + 1 }
 
 // appendValue appends an exact, self-delimiting form of one Parquet
-// value: its kind, then its bits. Two values have the same form exactly
+// value: its tag, then its bits. Two values have the same form exactly
 // when a file holds the same value (a NaN's payload and -0 included).
 func appendValue(dst []byte, v parquet.Value) []byte {
 	if v.IsNull() {
 		return append(dst, tagNull)
 	}
-	switch v.Kind() {
+	k := v.Kind()
+	dst = append(dst, kindTag(k))
+	switch k {
 	case parquet.Boolean:
 		if v.Boolean() {
-			return append(dst, tagTrue)
+			return append(dst, 1)
 		}
-		return append(dst, tagFalse)
+		return append(dst, 0)
 	case parquet.Int32:
-		return binary.BigEndian.AppendUint32(append(dst, tagInt32), uint32(v.Int32()))
+		return binary.BigEndian.AppendUint32(dst, uint32(v.Int32()))
 	case parquet.Int64:
-		return binary.BigEndian.AppendUint64(append(dst, tagInt64), uint64(v.Int64()))
+		return binary.BigEndian.AppendUint64(dst, uint64(v.Int64()))
 	case parquet.Float:
-		return binary.BigEndian.AppendUint32(append(dst, tagFloat), math.Float32bits(v.Float()))
+		return binary.BigEndian.AppendUint32(dst, math.Float32bits(v.Float()))
 	case parquet.Double:
-		return binary.BigEndian.AppendUint64(append(dst, tagDouble), math.Float64bits(v.Double()))
+		return binary.BigEndian.AppendUint64(dst, math.Float64bits(v.Double()))
 	case parquet.Int96:
-		x := v.Int96()
-		dst = append(dst, tagInt96)
-		for _, w := range x {
+		for _, w := range v.Int96() {
 			dst = binary.BigEndian.AppendUint32(dst, w)
 		}
 		return dst
-	case parquet.FixedLenByteArray:
+	default: // ByteArray, FixedLenByteArray
 		b := v.ByteArray()
-		return append(binary.AppendUvarint(append(dst, tagFixed), uint64(len(b))), b...)
-	default:
-		b := v.ByteArray()
-		return append(binary.AppendUvarint(append(dst, tagBytes), uint64(len(b))), b...)
+		return append(binary.AppendUvarint(dst, uint64(len(b))), b...)
 	}
 }
 
 // readValue decodes one value of appendValue's form, returning the rest.
 // Byte arrays alias b.
 func readValue(b []byte) (parquet.Value, []byte, error) {
+	truncated := fmt.Errorf("decode key: truncated")
 	if len(b) == 0 {
-		return parquet.Value{}, nil, fmt.Errorf("decode key: truncated")
+		return parquet.Value{}, nil, truncated
 	}
 	tag, b := b[0], b[1:]
-	need := func(n int) error {
-		if len(b) < n {
-			return fmt.Errorf("decode key: truncated")
-		}
-		return nil
-	}
-	switch tag {
-	case tagNull:
+	if tag == tagNull {
 		return parquet.Value{}, b, nil
-	case tagFalse, tagTrue:
-		return parquet.BooleanValue(tag == tagTrue), b, nil
-	case tagInt32:
-		if err := need(4); err != nil {
-			return parquet.Value{}, nil, err
-		}
-		return parquet.Int32Value(int32(binary.BigEndian.Uint32(b))), b[4:], nil
-	case tagInt64:
-		if err := need(8); err != nil {
-			return parquet.Value{}, nil, err
-		}
-		return parquet.Int64Value(int64(binary.BigEndian.Uint64(b))), b[8:], nil
-	case tagFloat:
-		if err := need(4); err != nil {
-			return parquet.Value{}, nil, err
-		}
-		return parquet.FloatValue(math.Float32frombits(binary.BigEndian.Uint32(b))), b[4:], nil
-	case tagDouble:
-		if err := need(8); err != nil {
-			return parquet.Value{}, nil, err
-		}
-		return parquet.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(b))), b[8:], nil
-	case tagBytes, tagFixed:
+	}
+	if tag > kindTag(parquet.FixedLenByteArray) {
+		return parquet.Value{}, nil, fmt.Errorf("decode key: unknown tag %d", tag)
+	}
+	k := parquet.Kind(tag - 1)
+	if k == parquet.ByteArray || k == parquet.FixedLenByteArray {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || uint64(len(b)-n) < l {
-			return parquet.Value{}, nil, fmt.Errorf("decode key: truncated")
+			return parquet.Value{}, nil, truncated
 		}
 		p := b[n : n+int(l) : n+int(l)]
-		if tag == tagFixed {
+		if k == parquet.FixedLenByteArray {
 			return parquet.FixedLenByteArrayValue(p), b[n+int(l):], nil
 		}
 		return parquet.ByteArrayValue(p), b[n+int(l):], nil
 	}
-	return parquet.Value{}, nil, fmt.Errorf("decode key: unknown tag %d", tag)
+	var size int
+	switch k {
+	case parquet.Boolean:
+		size = 1
+	case parquet.Int32, parquet.Float:
+		size = 4
+	case parquet.Int64, parquet.Double:
+		size = 8
+	case parquet.Int96:
+		size = 12
+	}
+	if len(b) < size {
+		return parquet.Value{}, nil, truncated
+	}
+	var v parquet.Value
+	switch k {
+	case parquet.Boolean:
+		v = parquet.BooleanValue(b[0] == 1)
+	case parquet.Int32:
+		v = parquet.Int32Value(int32(binary.BigEndian.Uint32(b)))
+	case parquet.Int64:
+		v = parquet.Int64Value(int64(binary.BigEndian.Uint64(b)))
+	case parquet.Int96:
+		v = parquet.Int96Value(deprecated.Int96{binary.BigEndian.Uint32(b), binary.BigEndian.Uint32(b[4:]), binary.BigEndian.Uint32(b[8:])})
+	case parquet.Float:
+		v = parquet.FloatValue(math.Float32frombits(binary.BigEndian.Uint32(b)))
+	case parquet.Double:
+		v = parquet.DoubleValue(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	}
+	return v, b[size:], nil
 }
 
 // decodeKey splits keyBytes into its values.
@@ -206,6 +202,15 @@ type rowShape struct {
 	deleted int
 	// keysOnly: the hash covers the modified-at only.
 	keysOnly bool
+	// seeds of the values' hash, drawn once per reconcile (newRowShape):
+	// both sides of one comparison hash with the same seeds, and a hash
+	// never leaves the process.
+	seeds [2]maphash.Seed
+}
+
+func newRowShape(nsrc int, key []int, mod int, keysOnly bool) rowShape {
+	return rowShape{nsrc: nsrc, key: key, mod: mod, version: nsrc, deleted: nsrc + 1, keysOnly: keysOnly,
+		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
 // hasher turns rows into records; it is reused row after row and is not
@@ -223,6 +228,18 @@ func (h *hasher) positions(row parquet.Row, ncols int) {
 		h.pos = make([]int, ncols)
 	}
 	h.pos = h.pos[:ncols]
+	// A row's values come in column order. When the last value's column
+	// is the row's length less one, each of columns 0..len-1 has exactly
+	// one value, as in every row of a table without arrays.
+	if n := len(row); n <= ncols && (n == 0 || int(row[n-1].Column()) == n-1) {
+		for i := range h.pos {
+			h.pos[i] = -1
+			if i < n {
+				h.pos[i] = i
+			}
+		}
+		return
+	}
 	for i := range h.pos {
 		h.pos[i] = -1
 	}
@@ -287,8 +304,11 @@ func (h *hasher) record(r *record, row parquet.Row, ncols int) {
 			k = appendValue(k, v)
 		}
 	}
-	sum := sha256.Sum256(k[start:])
-	copy(r.hash[:], sum[:hashLen])
+	// Two 64-bit hashes with seeds drawn at random per reconcile: a change
+	// goes unseen only if both collide, for values chosen without knowing
+	// the seeds, at a fraction of a cryptographic hash's cost.
+	binary.LittleEndian.PutUint64(r.hash[:8], maphash.Bytes(sh.seeds[0], k[start:]))
+	binary.LittleEndian.PutUint64(r.hash[8:], maphash.Bytes(sh.seeds[1], k[start:]))
 	h.buf = k
 	r.key = k[:keyLen]
 }

@@ -161,6 +161,7 @@ func (r *runner) repairBatch(ctx context.Context, ks *pgsource.KeyScanner, w *re
 	if len(batch) == 0 {
 		return nil
 	}
+	r.mem.measure() // the writer's encoders run for the first time
 	texts := make([][]string, len(batch))
 	byKey := make(map[string]*diffEntry, len(batch))
 	for i := range batch {

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"runtime/debug"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -37,12 +39,16 @@ type runner struct {
 	id      manifest.Identity
 	kind    watermark.Kind
 	window  window
-	budget  int64 // bytes of records compared in memory at once
+	mem     *memory
+	budget  int64 // bytes of records compared in memory at once, at the start
 	spill   string
 	res     *Result
-	// diffs holds, in the order found, every key that differs, for a repair.
+	// diffs holds, in the order found, every key that differs, for a
+	// repair; the judges write it under diffMu.
 	diffs      *os.File
 	diffW      *bufio.Writer
+	diffMu     sync.Mutex
+	diffBuf    []byte
 	maxVersion int64
 }
 
@@ -76,14 +82,17 @@ func Run(ctx context.Context, src *pgsource.Source, b objstore.Bucket, objectURL
 		return nil, err
 	}
 	r := &runner{opts: opts, src: src, bucket: b, url: objectURL, log: manifest.NewLog(b, opts.Model), logger: opts.Logger.With("model", opts.Model), res: &Result{}}
-	// Records and buffers are the only data held; the limit leaves the
-	// process's own pages and the collector's headroom the rest.
-	goLimit := max(opts.MemoryLimit-40<<20, 16<<20)
-	prev := debug.SetMemoryLimit(goLimit)
-	defer debug.SetMemoryLimit(prev)
-	r.budget = max(goLimit/4, 2<<20)
 	if err := r.prepare(ctx); err != nil {
 		return nil, err
+	}
+	// Records and buffers are the only data held; the binary's pages,
+	// measured (memory.go), and the collector's headroom take the rest.
+	r.mem = newMemory(opts.MemoryLimit)
+	defer r.mem.release()
+	r.budget = r.mem.budget()
+	if r.mem.short {
+		r.warnf("--memory-limit %d MiB leaves the heap less than %d MiB beside the pages this binary holds resident: memory will exceed the limit; the least that holds is about %d MiB",
+			opts.MemoryLimit>>20, leastGoLimit>>20, (r.mem.least()+1<<20-1)>>20)
 	}
 	dir, err := newSpillDir(opts.TempDir)
 	if err != nil {
@@ -166,7 +175,7 @@ func (r *runner) prepare(ctx context.Context) error {
 	if err := sameFields(st.Schema.Fields, r.mapping.Fields()); err != nil {
 		return fmt.Errorf("reconcile %s: %w: %v; export the model first (a full refresh after a type change)", r.opts.Model, ErrSchema, err)
 	}
-	r.shape = rowShape{nsrc: len(t.Columns), key: t.KeyColumns(), mod: t.ModColumn(), version: len(t.Columns), deleted: len(t.Columns) + 1, keysOnly: r.opts.KeysOnly}
+	r.shape = newRowShape(len(t.Columns), t.KeyColumns(), t.ModColumn(), r.opts.KeysOnly)
 	for _, lit := range []struct {
 		in  string
 		out **watermark.Value
@@ -208,16 +217,26 @@ func sameFields(committed, source []formats.Field) error {
 	return nil
 }
 
+// judgeMinShare is the least budget a partition is judged in: below it,
+// judging partitions side by side would only make more of them.
+const judgeMinShare = 4 << 20
+
+// judges is how many partitions are judged at once: one per CPU, as many
+// as the budget holds at judgeMinShare each.
+func (r *runner) judges() int {
+	return max(1, min(runtime.GOMAXPROCS(0), int(r.budget/judgeMinShare)))
+}
+
 // partitionCount spreads the expected records so that one partition of
-// both sides fits the budget several times over.
-func (r *runner) partitionCount() int {
+// both sides fits a judge's share of the budget several times over.
+func (r *runner) partitionCount(share int64) int {
 	var rows int64
 	for _, f := range r.st.Files {
 		rows += f.Rows
 	}
 	est := 2 * rows * (recHeader + 24)
 	n := 16
-	for n < 4096 && int64(n)*r.budget/4 < est {
+	for n < 4096 && int64(n)*share/4 < est {
 		n *= 2
 	}
 	return n
@@ -225,7 +244,11 @@ func (r *runner) partitionCount() int {
 
 // compare reads both sides into partitions and judges each partition.
 func (r *runner) compare(ctx context.Context) error {
-	n := r.partitionCount()
+	judges := r.judges()
+	if r.opts.judges > 0 {
+		judges = r.opts.judges
+	}
+	n := r.partitionCount(r.budget / int64(judges))
 	bufs := max(r.budget/4, 1<<20)
 	srcParts, err := newPartitions(r.spill, "source", n, 0, bufs)
 	if err != nil {
@@ -240,9 +263,16 @@ func (r *runner) compare(ctx context.Context) error {
 	for _, f := range r.st.Files {
 		r.opts.Progress.AddTotal(2 * f.Rows)
 	}
+	t0 := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return r.readSource(gctx, srcParts) })
-	g.Go(func() error { return r.readLake(gctx, lakeParts) })
+	g.Go(func() error {
+		defer func() { r.logger.Debug("read the source", "took", time.Since(t0)) }()
+		return r.readSource(gctx, srcParts)
+	})
+	g.Go(func() error {
+		defer func() { r.logger.Debug("read the lake", "took", time.Since(t0)) }()
+		return r.readLake(gctx, lakeParts)
+	})
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -260,17 +290,16 @@ func (r *runner) compare(ctx context.Context) error {
 		}
 		r.diffs, r.diffW = f, bufio.NewWriterSize(f, 64<<10)
 	}
-	var c comparison
-	for i := range n {
-		if err := r.judge(ctx, srcParts, lakeParts, i, 0, &c); err != nil {
-			return err
-		}
+	c, err := r.judgeAll(ctx, srcParts, lakeParts, judges)
+	if err != nil {
+		return err
 	}
+	r.logger.Debug("judged the partitions", "partitions", n, "judges", judges, "took", time.Since(t0))
 	// A windowed comparison cannot tell from the window alone whether a
 	// key the lake holds in it is gone from the source or was moved out
 	// of the window there: those are read back by key.
 	if len(c.maybeExtra) > 0 {
-		if err := r.resolveExtra(ctx, &c); err != nil {
+		if err := r.resolveExtra(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -295,6 +324,40 @@ func (r *runner) compare(ctx context.Context) error {
 	return nil
 }
 
+// judgeAll judges the partitions, judges of them at once, each in its
+// share of the budget as it is when the judge takes the partition, and
+// adds up what they found. Partitions hold disjoint keys, so the sum is
+// the comparison of the whole: the counts and samples do not depend on
+// which judge took which partition, only the order of the repair's
+// spilled differences does.
+func (r *runner) judgeAll(ctx context.Context, src, lake *partitions, judges int) (*comparison, error) {
+	found := make([]comparison, judges)
+	var next atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for w := range judges {
+		g.Go(func() error {
+			j := &judge{r: r, share: r.opts.share, judges: judges, c: &found[w]}
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(src.files) {
+					return nil
+				}
+				if err := j.partition(gctx, src, lake, i, 0); err != nil {
+					return err
+				}
+			}
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	c := &found[0]
+	for _, f := range found[1:] {
+		c.add(&f)
+	}
+	return c, nil
+}
+
 // Kinds of difference.
 const (
 	kindMissing = iota
@@ -311,6 +374,20 @@ type comparison struct {
 	maybeExtra []record
 }
 
+// add adds what another judge found.
+func (c *comparison) add(o *comparison) {
+	c.matched += o.matched
+	c.missing += o.missing
+	c.extra += o.extra
+	c.changed += o.changed
+	for kind, keys := range o.samples {
+		for _, k := range keys {
+			c.sample(kind, k)
+		}
+	}
+	c.maybeExtra = append(c.maybeExtra, o.maybeExtra...)
+}
+
 func (c *comparison) sample(kind int, key []byte) {
 	s := c.samples[kind]
 	if len(s) == Samples && bytes.Compare(key, s[len(s)-1]) >= 0 {
@@ -324,34 +401,52 @@ func (c *comparison) sample(kind int, key []byte) {
 	c.samples[kind] = s
 }
 
-// judge compares partition i of both sides, or splits it again when it
-// does not fit the budget.
-func (r *runner) judge(ctx context.Context, src, lake *partitions, i, depth int, c *comparison) error {
+// A judge compares partitions one at a time within its share of the
+// budget, reusing its buffers from one partition to the next.
+type judge struct {
+	r *runner
+	// share is fixed by a test, or 0: the budget now, shared by judges.
+	share  int64
+	judges int
+	c      *comparison
+	// The records of one partition of each side and the bytes they alias.
+	srcRecs, lakeRecs []record
+	srcData, lakeData []byte
+}
+
+// partition compares partition i of both sides, or splits it again when
+// it does not fit the share.
+func (j *judge) partition(ctx context.Context, src, lake *partitions, i, depth int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	r, c := j.r, j.c
 	size := src.bytes[i] + lake.bytes[i]
 	if size == 0 {
 		return nil
 	}
-	if size*3 > r.budget && depth < 4 {
-		return r.split(ctx, src, lake, i, depth, c)
+	share := j.share
+	if share == 0 {
+		share = r.mem.measure() / int64(j.judges)
 	}
-	lakeRecs, lakeData, err := lake.read(i)
-	if err != nil {
+	if size*3 > share && depth < 4 {
+		return j.split(ctx, src, lake, i, depth)
+	}
+	var err error
+	if j.lakeRecs, j.lakeData, err = lake.read(i, j.lakeRecs, j.lakeData); err != nil {
 		return err
 	}
 	lake.drop(i)
-	winners := r.winners(lakeRecs)
-	srcRecs, srcData, err := src.read(i)
-	if err != nil {
+	winners := r.winners(j.lakeRecs)
+	if j.srcRecs, j.srcData, err = src.read(i, j.srcRecs, j.srcData); err != nil {
 		return err
 	}
 	src.drop(i)
+	srcRecs := j.srcRecs
 	slices.SortFunc(srcRecs, func(a, b record) int { return bytes.Compare(a.key, b.key) })
-	for j := 1; j < len(srcRecs); j++ {
-		if bytes.Equal(srcRecs[j].key, srcRecs[j-1].key) {
-			return fmt.Errorf("reconcile %s: the source holds a key twice (%s): the key is not unique", r.opts.Model, r.describeKey(srcRecs[j].key))
+	for k := 1; k < len(srcRecs); k++ {
+		if bytes.Equal(srcRecs[k].key, srcRecs[k-1].key) {
+			return fmt.Errorf("reconcile %s: the source holds a key twice (%s): the key is not unique", r.opts.Model, r.describeKey(srcRecs[k].key))
 		}
 	}
 	// Merge the two sorted lists.
@@ -371,7 +466,7 @@ func (r *runner) judge(ctx context.Context, src, lake *partitions, i, depth int,
 				continue // not in the lake, or not judged
 			}
 			if !r.window.open() {
-				l.key = bytes.Clone(l.key)
+				l.key = bytes.Clone(l.key) // the buffer is reused
 				c.maybeExtra = append(c.maybeExtra, *l)
 				continue
 			}
@@ -394,7 +489,6 @@ func (r *runner) judge(ctx context.Context, src, lake *partitions, i, depth int,
 			}
 		}
 	}
-	_, _ = lakeData, srcData // the records alias them until here
 	return nil
 }
 
@@ -425,7 +519,8 @@ func (r *runner) winners(recs []record) []record {
 
 // split spreads partition i of both sides over new partitions with
 // another seed, and judges each.
-func (r *runner) split(ctx context.Context, src, lake *partitions, i, depth int, c *comparison) error {
+func (j *judge) split(ctx context.Context, src, lake *partitions, i, depth int) error {
+	r := j.r
 	const ways = 16
 	seed := uint64(depth + 1)
 	sub := func(p *partitions, name string) (*partitions, error) {
@@ -454,8 +549,8 @@ func (r *runner) split(ctx context.Context, src, lake *partitions, i, depth int,
 	if err != nil {
 		return err
 	}
-	for j := range ways {
-		if err := r.judge(ctx, s2, l2, j, depth+1, c); err != nil {
+	for k := range ways {
+		if err := j.partition(ctx, s2, l2, k, depth+1); err != nil {
 			return err
 		}
 	}
@@ -483,6 +578,8 @@ func (r *runner) differ(c *comparison, kind int, s, l *record) error {
 	if r.diffW == nil {
 		return nil
 	}
+	r.diffMu.Lock()
+	defer r.diffMu.Unlock()
 	d := record{flags: byte(kind) << 4, key: key}
 	if l != nil {
 		d.flags |= l.flags & flagModNull
@@ -490,7 +587,8 @@ func (r *runner) differ(c *comparison, kind int, s, l *record) error {
 	} else {
 		d.flags |= flagModNull // no lake version to beat
 	}
-	if _, err := r.diffW.Write(d.append(nil)); err != nil {
+	r.diffBuf = d.append(r.diffBuf[:0])
+	if _, err := r.diffW.Write(r.diffBuf); err != nil {
 		return fmt.Errorf("write a spill file: %w", err)
 	}
 	return nil
@@ -513,6 +611,9 @@ func (r *runner) readSource(ctx context.Context, parts *partitions) error {
 		h.record(&rec, row, ncols)
 		rec.version = 0
 		r.opts.Progress.Add(1)
+		if parts.rows%measureRows == 0 {
+			r.mem.measure()
+		}
 		return parts.add(&rec)
 	})
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+
+	"github.com/highwater-dev/highwater/internal/spill"
 )
 
 // partitions spill the records of one side to one file per key-hash
@@ -20,6 +23,7 @@ type partitions struct {
 	files  []*os.File
 	w      []*bufio.Writer
 	bytes  []int64
+	counts []int // records of each partition
 	rows   int64
 	buf    []byte
 	bufLen int
@@ -27,7 +31,7 @@ type partitions struct {
 
 func newPartitions(dir, name string, n int, seed uint64, bufferBytes int64) (*partitions, error) {
 	p := &partitions{dir: dir, name: name, seed: seed, files: make([]*os.File, n), w: make([]*bufio.Writer, n), bytes: make([]int64, n),
-		bufLen: int(max(4<<10, bufferBytes/int64(n)))}
+		counts: make([]int, n), bufLen: int(max(4<<10, bufferBytes/int64(n)))}
 	return p, nil
 }
 
@@ -49,35 +53,27 @@ func (p *partitions) add(r *record) error {
 		return fmt.Errorf("write a spill file: %w", err)
 	}
 	p.bytes[i] += int64(len(p.buf))
+	p.counts[i]++
 	p.rows++
 	return nil
 }
 
 // finish flushes every file; the buffers are dropped.
-func (p *partitions) finish() error {
-	for i, w := range p.w {
-		if w == nil {
-			continue
-		}
-		if err := w.Flush(); err != nil {
-			return fmt.Errorf("write a spill file: %w", err)
-		}
-		p.w[i] = nil
-	}
-	return nil
-}
+func (p *partitions) finish() error { return spill.FlushAll(p.w, p.files) }
 
 // read returns the records of partition i, all of them in memory: the
-// caller checks the partition's size against the budget first.
-func (p *partitions) read(i int) ([]record, []byte, error) {
+// caller checks the partition's size against the budget first. It reuses
+// recs and data, which the records alias.
+func (p *partitions) read(i int, recs []record, data []byte) ([]record, []byte, error) {
+	recs = recs[:0]
 	if p.files[i] == nil {
-		return nil, nil, nil
+		return recs, data, nil
 	}
-	data := make([]byte, p.bytes[i])
+	data = slices.Grow(data[:0], int(p.bytes[i]))[:p.bytes[i]]
 	if _, err := p.files[i].ReadAt(data, 0); err != nil && !errors.Is(err, io.EOF) {
 		return nil, nil, fmt.Errorf("read a spill file: %w", err)
 	}
-	var recs []record
+	recs = slices.Grow(recs, p.counts[i])
 	for b := data; len(b) > 0; {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || uint64(len(b)-n) < l {

@@ -3,11 +3,20 @@
 // timestamptz, payload text (50 characters), amount numeric(12,2)) into a
 // throwaway cluster, runs `highwater export` (the real binary, as a
 // subprocess) into a file:// destination, then `highwater reconcile` of the
-// same model, and prints each one's wall time and peak RSS (VmHWM of the
-// child, sampled every 20 ms). It prints figures; it asserts nothing.
+// same model, and prints each one's wall time, CPU time (user and system,
+// of the child) and peak RSS (VmHWM of the child, sampled every 20 ms). It
+// prints figures; it asserts nothing.
+//
+// The machine may be shared: -runs N alternates N full exports (each into
+// a fresh destination) with N reconciles of the last one and prints every
+// pair and the medians, so that both sides see the same load. CPU time is
+// the steadier figure under load; wall time is the one the target is for.
+//
+// -cpuprofile FILE also runs one more reconcile in a process that does
+// nothing else (the reconcile memhelper, built here) under runtime/pprof.
 //
 // Usage: go run ./bench/reconcile [-bin bin/highwater] [-rows 5000000]
-// [-memory-limit 128MiB]
+// [-memory-limit 128MiB] [-runs 1] [-cpuprofile FILE]
 package main
 
 import (
@@ -18,10 +27,14 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/highwater-dev/highwater/internal/config"
 	"github.com/highwater-dev/highwater/internal/memstat"
 	"github.com/highwater-dev/highwater/internal/pgtest"
 )
@@ -32,16 +45,22 @@ func main() {
 	bin := flag.String("bin", "bin/highwater", "the highwater binary")
 	rows := flag.Int("rows", 5_000_000, "rows of the table")
 	limit := flag.String("memory-limit", "128MiB", "reconcile's --memory-limit")
+	runs := flag.Int("runs", 1, "pairs of export and reconcile, alternated")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of one more reconcile to `file`")
 	flag.Parse()
+	if *rows <= 0 || *runs <= 0 {
+		fmt.Fprintln(os.Stderr, "reconcile-bench: -rows and -runs must be positive")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *bin, *rows, *limit); err != nil {
+	if err := run(ctx, *bin, *rows, *limit, *runs, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "reconcile-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, bin string, n int, limit string) error {
+func run(ctx context.Context, bin string, n int, limit string, runs int, profile string) error {
 	work, err := os.MkdirTemp("", "highwater-bench-*")
 	if err != nil {
 		return err
@@ -70,25 +89,81 @@ func run(ctx context.Context, bin string, n int, limit string) error {
 		return fmt.Errorf("load the table: %w", err)
 	}
 	fmt.Printf("loaded %d rows in %.1fs\n", n, time.Since(t0).Seconds())
-	model := []string{"--source", srv.URL, "--table", "public.t", "--primary-key", "id", "--modified-at", "updated_at",
-		"--dest", "file://" + work, "--model", "t"}
-	exp, err := measure(ctx, bin, append([]string{"export"}, model...), 0)
-	if err != nil {
-		return err
+	var exps, recs []result
+	var dest string
+	for i := range runs {
+		// A fresh destination each time, so that every export is a full one.
+		dest = filepath.Join(work, fmt.Sprintf("lake-%d", i))
+		model := []string{"--source", srv.URL, "--table", "public.t", "--primary-key", "id", "--modified-at", "updated_at",
+			"--dest", "file://" + dest, "--model", "t"}
+		exp, err := measure(ctx, bin, append([]string{"export"}, model...), 0)
+		if err != nil {
+			return err
+		}
+		rec, err := measure(ctx, bin, append(append([]string{"reconcile"}, model...), "--memory-limit", limit), 0)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("run %d: export %s; reconcile %s\n", i+1, exp, rec)
+		exps, recs = append(exps, exp), append(recs, rec)
 	}
-	rec, err := measure(ctx, bin, append(append([]string{"reconcile"}, model...), "--memory-limit", limit), 0)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("%d rows: export %.2fs, peak RSS %.1f MiB; reconcile %.2fs (%.2f of the export), peak RSS %.1f MiB under --memory-limit %s\n",
-		n, exp.wall.Seconds(), float64(exp.hwm)/mib, rec.wall.Seconds(), rec.wall.Seconds()/exp.wall.Seconds(), float64(rec.hwm)/mib, limit)
+	exp, rec := median(exps), median(recs)
+	fmt.Printf("%d rows, median of %d: export %s; reconcile %s under --memory-limit %s\n", n, runs, exp, rec, limit)
+	fmt.Printf("reconcile / export: wall %.2f, cpu %.2f; worst reconcile peak RSS %.1f MiB\n",
+		rec.wall.Seconds()/exp.wall.Seconds(), rec.cpu.Seconds()/exp.cpu.Seconds(), float64(slices.MaxFunc(recs, func(a, b result) int { return int(a.hwm - b.hwm) }).hwm)/mib)
 	fmt.Println("targets: reconcile no slower than the full export; peak RSS under 150 MiB")
+	if profile != "" {
+		return cpuProfile(ctx, srv.URL, "file://"+dest, limit, profile)
+	}
+	return nil
+}
+
+// cpuProfile runs one reconcile in the memhelper, a process that does
+// nothing else, under runtime/pprof.
+func cpuProfile(ctx context.Context, source, dest, limit, file string) error {
+	bytes, err := config.ParseSize(limit)
+	if err != nil {
+		return err
+	}
+	helper := filepath.Join(filepath.Dir(dest[len("file://"):]), "memhelper")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", helper, "./reconcile/internal/memhelper").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the memhelper: %v\n%s", err, out)
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, helper, source, dest, "t", "public.t", strconv.FormatInt(bytes, 10))
+	cmd.Env = append(os.Environ(), "MEMHELPER_CPUPROFILE="+abs)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("profile a reconcile: %w", err)
+	}
+	fmt.Printf("CPU profile of a reconcile: %s (go tool pprof %s)\n", abs, abs)
 	return nil
 }
 
 type result struct {
-	wall time.Duration
-	hwm  int64
+	wall, cpu time.Duration
+	hwm       int64
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("wall %.2fs, cpu %.2fs, peak RSS %.1f MiB", r.wall.Seconds(), r.cpu.Seconds(), float64(r.hwm)/mib)
+}
+
+// median takes each figure's median on its own.
+func median(rs []result) result {
+	mid := func(get func(result) int64) int64 {
+		v := make([]int64, len(rs))
+		for i, r := range rs {
+			v[i] = get(r)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	return result{wall: time.Duration(mid(func(r result) int64 { return int64(r.wall) })),
+		cpu: time.Duration(mid(func(r result) int64 { return int64(r.cpu) })), hwm: mid(func(r result) int64 { return r.hwm })}
 }
 
 // measure runs the binary once; exit codes other than want fail.
@@ -102,7 +177,7 @@ func measure(ctx context.Context, bin string, args []string, want int) (result, 
 	}
 	stop := memstat.Sample(cmd.Process.Pid, 20*time.Millisecond)
 	err := cmd.Wait()
-	r := result{wall: time.Since(t0), hwm: stop()}
+	r := result{wall: time.Since(t0), hwm: stop(), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if code := cmd.ProcessState.ExitCode(); code != want {
 		return r, fmt.Errorf("highwater %s: exit %d (%v)\n%s%s", args[0], code, err, stdout.String(), stderr.String())
 	}

@@ -3,13 +3,18 @@
 // process that does nothing else (the test binary itself carries more).
 //
 //	memhelper SOURCE_URL DEST_URL MODEL TABLE MEMORY_LIMIT_BYTES
+//
+// MEMHELPER_CPUPROFILE=FILE writes a CPU profile of the reconcile there;
+// MEMHELPER_DEBUG=1 logs its steps to stderr.
 package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
+	"runtime/pprof"
 	"strconv"
 
 	"github.com/highwater-dev/highwater/internal/destination"
@@ -40,6 +45,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	if p := os.Getenv("MEMHELPER_CPUPROFILE"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx := context.Background()
 	src, err := pgsource.Connect(ctx, os.Args[1])
 	if err != nil {
@@ -51,8 +67,12 @@ func run() error {
 		return err
 	}
 	defer d.Close()
-	res, err := reconcile.Run(ctx, src, d, d.ObjectURL, reconcile.Options{Model: os.Args[3], MemoryLimit: limit,
-		Source: pgsource.Spec{Table: os.Args[4], PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}})
+	opts := reconcile.Options{Model: os.Args[3], MemoryLimit: limit,
+		Source: pgsource.Spec{Table: os.Args[4], PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}}
+	if os.Getenv("MEMHELPER_DEBUG") != "" {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	res, err := reconcile.Run(ctx, src, d, d.ObjectURL, opts)
 	if err != nil {
 		return err
 	}
