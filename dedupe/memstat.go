@@ -1,12 +1,10 @@
 package dedupe
 
 import (
-	"bufio"
-	"bytes"
-	"os"
 	"runtime"
 	"runtime/metrics"
-	"strconv"
+
+	"github.com/highwater-dev/highwater/internal/memstat"
 )
 
 // fileResident returns how much of the process's resident memory is
@@ -16,28 +14,11 @@ import (
 // cached binary), so a limit on the process's RSS must leave room for
 // them. ok is false where /proc is not available.
 func fileResident() (n int64, ok bool) {
-	f, err := os.Open("/proc/self/status")
+	r, err := memstat.ReadResident()
 	if err != nil {
 		return 0, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Bytes()
-		for _, field := range []string{"RssFile:", "RssShmem:"} {
-			rest, found := bytes.CutPrefix(line, []byte(field))
-			if !found {
-				continue
-			}
-			kb, err := strconv.ParseInt(string(bytes.TrimSuffix(bytes.TrimSpace(rest), []byte(" kB"))), 10, 64)
-			if err != nil {
-				return 0, false
-			}
-			n += kb << 10
-			ok = true
-		}
-	}
-	return n, ok
+	return r.File, true
 }
 
 // LeastMemoryLimit is the least Options.MemoryLimit that this process can
