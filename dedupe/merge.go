@@ -138,7 +138,19 @@ func (m *merger) lane(ctx context.Context, out *outputs) error {
 			return nil
 		}
 		b := m.todo[i]
-		err := srt.run(m.p.parts.files[b], m.p.parts.bytes[b], func(rec []byte) error { return m.emit(out, b, rec) })
+		sorted, err := m.p.openBucketFiles(ctx, b)
+		if err != nil {
+			out.abort()
+			return err
+		}
+		srcs := make([]recSource, len(sorted))
+		for i, s := range sorted {
+			srcs[i] = s
+		}
+		err = srt.run(m.p.parts.files[b], m.p.parts.bytes[b], srcs, func(rec []byte) error { return m.emit(out, b, rec) })
+		for _, s := range sorted {
+			s.close()
+		}
 		if err == nil {
 			err = out.endBucket()
 		}
