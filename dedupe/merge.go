@@ -138,19 +138,10 @@ func (m *merger) lane(ctx context.Context, out *outputs) error {
 			return nil
 		}
 		b := m.todo[i]
-		sorted, err := m.p.openBucketFiles(ctx, b)
-		if err != nil {
-			out.abort()
-			return err
-		}
-		srcs := make([]recSource, len(sorted))
-		for i, s := range sorted {
-			srcs[i] = s
-		}
-		err = srt.run(m.p.parts.files[b], m.p.parts.bytes[b], srcs, func(rec []byte) error { return m.emit(out, b, rec) })
-		for _, s := range sorted {
-			s.close()
-		}
+		// The bucket's files are one sorted run already.
+		run := m.p.bucketRun(ctx, b)
+		err := srt.run(m.p.parts.files[b], m.p.parts.bytes[b], []recSource{run}, func(rec []byte) error { return m.emit(out, b, rec) })
+		run.close()
 		if err == nil {
 			err = out.endBucket()
 		}

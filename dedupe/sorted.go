@@ -7,14 +7,18 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/highwater-dev/highwater/manifest"
 	"github.com/parquet-go/parquet-go"
 )
 
 // A bucket's files, written by the last dedupe, are already sorted by key
-// and hold one row per key: they are runs. The merge reads them as such,
-// next to the sorted runs of the new rows, instead of spilling and sorting
-// them again: an incremental dedupe of a bucket then spills and sorts only
-// its new rows.
+// and hold one row per key: together, in committed order (the order the
+// dedupe wrote them), they are one run. The merge reads them as such, next
+// to the sorted runs of the new rows, instead of spilling and sorting them
+// again: an incremental dedupe of a bucket then spills and sorts only its
+// new rows. They are read one after the other, so that a bucket being
+// merged holds one input row group's pages at a time, as a worker of the
+// partition does.
 
 // recSource is a sorted run of records that the merge reads.
 type recSource interface {
@@ -23,13 +27,15 @@ type recSource interface {
 	next() ([]byte, error)
 }
 
-// sortedFile is a bucket file read as a run. It checks what the merge
-// relies on, the order of its records and their bucket, since a file out
-// of order would otherwise give a wrong result without an error.
+// sortedFile is the files of a bucket read as a run. It checks what the
+// merge relies on, the order of the records and their bucket, since a
+// file out of order would otherwise give a wrong result without an error.
 type sortedFile struct {
 	ctx    context.Context
 	p      *partitioner
-	o      *opened
+	b      int
+	files  []manifest.File // not opened yet
+	o      *opened         // nil between files
 	enc    encoder
 	group  int
 	rows   parquet.Rows
@@ -43,11 +49,12 @@ type sortedFile struct {
 	widest int
 }
 
-func (p *partitioner) newSortedFile(ctx context.Context, o *opened) *sortedFile {
+// bucketRun reads the files of bucket b as one run.
+func (p *partitioner) bucketRun(ctx context.Context, b int) *sortedFile {
 	p.mu.Lock()
 	sh := p.sh
 	p.mu.Unlock()
-	return &sortedFile{ctx: ctx, p: p, o: o, enc: encoder{sh: sh}, base: uint64(p.w.order[o.f.Key]) << 36}
+	return &sortedFile{ctx: ctx, p: p, b: b, files: p.w.bucketed[b], enc: encoder{sh: sh}}
 }
 
 func (s *sortedFile) next() ([]byte, error) {
@@ -75,15 +82,31 @@ func (s *sortedFile) next() ([]byte, error) {
 }
 
 // fill reads the next rows, going on to the next row group at the end of
-// one.
+// one, and to the next file at the end of the last.
 func (s *sortedFile) fill() error {
 	if err := s.ctx.Err(); err != nil {
 		return err
 	}
+	if s.o == nil {
+		if len(s.files) == 0 {
+			return io.EOF
+		}
+		f := s.files[0]
+		s.files = s.files[1:]
+		in, err := s.p.open(s.ctx, f)
+		if err != nil {
+			return err
+		}
+		s.o, s.group = &opened{job: job{f, s.b}, in: in}, 0
+		// The row's position in the committed set breaks the last ties.
+		s.base, s.ord = uint64(s.p.w.order[f.Key])<<36, 0
+	}
 	if s.rows == nil {
 		groups := s.o.in.pf.RowGroups()
 		if s.group >= len(groups) {
-			return io.EOF
+			s.o.in.close()
+			s.o = nil
+			return nil
 		}
 		s.rows = groups[s.group].Rows()
 		s.group++
@@ -114,7 +137,10 @@ func (s *sortedFile) close() {
 		s.rows.Close()
 		s.rows = nil
 	}
-	s.o.in.close()
+	if s.o != nil {
+		s.o.in.close()
+		s.o = nil
+	}
 	p := s.p
 	p.mu.Lock()
 	p.stats.inputRows += s.read
@@ -122,20 +148,4 @@ func (s *sortedFile) close() {
 	p.mu.Unlock()
 	p.r.opts.Progress.Add(s.read)
 	s.read = 0
-}
-
-// openBucketFiles opens the files of bucket b as sorted runs.
-func (p *partitioner) openBucketFiles(ctx context.Context, b int) ([]*sortedFile, error) {
-	var out []*sortedFile
-	for _, f := range p.w.bucketed[b] {
-		in, err := p.open(ctx, f)
-		if err != nil {
-			for _, s := range out {
-				s.close()
-			}
-			return nil, err
-		}
-		out = append(out, p.newSortedFile(ctx, &opened{job: job{f, b}, in: in}))
-	}
-	return out, nil
 }
