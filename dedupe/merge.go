@@ -138,7 +138,10 @@ func (m *merger) lane(ctx context.Context, out *outputs) error {
 			return nil
 		}
 		b := m.todo[i]
-		err := srt.run(m.p.parts.files[b], m.p.parts.bytes[b], func(rec []byte) error { return m.emit(out, b, rec) })
+		// The bucket's files are one sorted run already.
+		run := m.p.bucketRun(ctx, b)
+		err := srt.run(m.p.parts.files[b], m.p.parts.bytes[b], []recSource{run}, func(rec []byte) error { return m.emit(out, b, rec) })
+		run.close()
 		if err == nil {
 			err = out.endBucket()
 		}

@@ -38,8 +38,8 @@ type job struct {
 	want int
 }
 
-// partition reads the fresh files, then the bucketed files of every
-// bucket they touch, and leaves the spill files rewound for the merge.
+// partition reads the fresh files into the spill files of the buckets
+// they touch, and leaves the spill files rewound for the merge.
 func (p *partitioner) partition(ctx context.Context) error {
 	var jobs []job
 	for _, f := range p.w.fresh {
@@ -48,22 +48,24 @@ func (p *partitioner) partition(ctx context.Context) error {
 	if err := p.readAll(ctx, jobs); err != nil {
 		return err
 	}
-	jobs = jobs[:0]
+	// The files of the touched buckets are sorted runs already: the merge
+	// reads them (sortedFile), not this stage.
 	for b := range p.w.layout.Buckets {
 		if p.parts.rows[b] == 0 {
 			continue
 		}
 		p.stats.touched++
 		for _, f := range p.w.bucketed[b] {
-			jobs = append(jobs, job{f, b})
+			p.r.opts.Progress.AddTotal(f.Rows)
 		}
 	}
-	if err := p.readAll(ctx, jobs); err != nil {
-		return err
-	}
-	// Remove the inputs in committed order, whichever worker read them.
-	slices.SortFunc(p.stats.inputs, func(a, b manifest.File) int { return cmp.Compare(p.w.order[a.Key], p.w.order[b.Key]) })
 	return p.parts.finish()
+}
+
+// sortInputs puts the inputs in committed order, whichever worker read
+// them: the commit removes them in that order.
+func (p *partitioner) sortInputs() {
+	slices.SortFunc(p.stats.inputs, func(a, b manifest.File) int { return cmp.Compare(p.w.order[a.Key], p.w.order[b.Key]) })
 }
 
 // readAll partitions the rows of jobs on up to one worker per file, under

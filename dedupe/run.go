@@ -180,9 +180,9 @@ type rewriteStats struct {
 }
 
 // rewrite runs the stages between the plan and the commit: partition
-// (the fresh files' rows, and the existing files of every bucket they
-// touch, into one spill file per bucket) and merge (each touched bucket's
-// winners in key order into its files).
+// (the fresh files' rows into one spill file per bucket) and merge (each
+// touched bucket's spilled rows and existing files, which are sorted
+// already, into its winners in key order, into its files).
 func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, *rewriteStats, error) {
 	dir, err := newSpillDir(r.opts.TempDir)
 	if err != nil {
@@ -203,5 +203,6 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	if err != nil {
 		return nil, nil, err
 	}
+	p.sortInputs()
 	return out, p.stats, nil
 }

@@ -48,7 +48,7 @@ func TestSorterMergesWithinBudget(t *testing.T) {
 	defer dir.remove()
 	s := &sorter{dir: dir, budget: 64 << 10, par: 2}
 	next := uint64(0)
-	err = s.run(bytes.NewReader(in), int64(len(in)), func(rec []byte) error {
+	err = s.run(bytes.NewReader(in), int64(len(in)), nil, func(rec []byte) error {
 		k := binary.BigEndian.Uint64(recKey(rec))
 		if k != next {
 			t.Fatalf("key %d came out, want %d", k, next)

@@ -146,8 +146,8 @@ type sorter struct {
 }
 
 // run sorts the records of f, of size bytes, and emits each key's winner
-// in key order.
-func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error {
+// in key order, of them and of the sorted runs srcs.
+func (s *sorter) run(f io.Reader, size int64, srcs []recSource, emit func(rec []byte) error) error {
 	// A quarter of the budget goes to the sort entries: about 30 bytes of
 	// entry for 100 of record.
 	if want := min(size, s.budget*3/4); s.arena == nil || int64(cap(s.arena)) < want {
@@ -171,7 +171,7 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 			return err
 		}
 		s.sortArena()
-		if eof && len(runs) == 0 {
+		if eof && len(runs) == 0 && len(srcs) == 0 {
 			// Everything fitted: no run touches the disk.
 			return s.winners(emit)
 		}
@@ -190,12 +190,12 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 	// Each run read at once takes a buffer of at least minMergeBuf, so
 	// many runs are merged a group at a time into fewer, longer runs
 	// until one merge reads them all within the budget.
-	for fanIn := s.fanIn(); len(runs) > fanIn; {
+	for fanIn := max(2, s.fanIn()-len(srcs)); len(runs) > fanIn; {
 		var next []*os.File
 		for len(runs) > 0 {
 			group := runs[:min(fanIn, len(runs))]
 			runs = runs[len(group):]
-			rf, err := s.mergeRun(group)
+			rf, err := s.mergeRun(group, nil)
 			if err != nil {
 				runs = append(runs, group...) // closed by the deferred func
 				return err
@@ -204,7 +204,7 @@ func (s *sorter) run(f io.Reader, size int64, emit func(rec []byte) error) error
 		}
 		runs = next
 	}
-	return s.merge(runs, emit)
+	return s.merge(runs, srcs, emit)
 }
 
 // minMergeBuf is the least read buffer of one run in a merge: below it
@@ -219,13 +219,13 @@ func (s *sorter) fanIn() int {
 
 // mergeRun merges a group of runs into one run of their winners, and
 // removes them.
-func (s *sorter) mergeRun(group []*os.File) (*os.File, error) {
+func (s *sorter) mergeRun(group []*os.File, srcs []recSource) (*os.File, error) {
 	f, err := s.dir.create("run")
 	if err != nil {
 		return nil, err
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
-	err = s.merge(group, func(rec []byte) error {
+	err = s.merge(group, srcs, func(rec []byte) error {
 		_, err := w.Write(rec)
 		return err
 	})
@@ -378,14 +378,18 @@ func (s *sorter) writeRun() (*os.File, error) {
 	return f, nil
 }
 
-// merge k-way merges sorted runs and emits the first record of each key.
-// Each run's reader buffers a share of the budget.
-func (s *sorter) merge(runs []*os.File, emit func(rec []byte) error) error {
-	s.mergeWidth = max(s.mergeWidth, len(runs))
-	bufSize := int(max(minMergeBuf, min(1<<20, s.budget/int64(2*len(runs)))))
+// merge k-way merges sorted runs, spilled ones and srcs, and emits the
+// first record of each key. Each spilled run's reader buffers a share of
+// the budget.
+func (s *sorter) merge(runs []*os.File, srcs []recSource, emit func(rec []byte) error) error {
+	s.mergeWidth = max(s.mergeWidth, len(runs)+len(srcs))
+	bufSize := int(max(minMergeBuf, min(1<<20, s.budget/int64(2*max(1, len(runs))))))
 	h := &runHeap{}
+	all := slices.Clone(srcs)
 	for _, f := range runs {
-		rr := &recordReader{r: bufio.NewReaderSize(f, bufSize)}
+		all = append(all, &recordReader{r: bufio.NewReaderSize(f, bufSize)})
+	}
+	for _, rr := range all {
 		rec, err := rr.next()
 		if errors.Is(err, io.EOF) {
 			continue
@@ -421,7 +425,7 @@ func (s *sorter) merge(runs []*os.File, emit func(rec []byte) error) error {
 }
 
 type runHead struct {
-	rr  *recordReader
+	rr  recSource
 	rec []byte
 }
 
