@@ -2,88 +2,15 @@ package export_test
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/highwater-dev/highwater/export"
-	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/internal/faults"
 	"github.com/highwater-dev/highwater/manifest"
 )
-
-// countingBucket counts the requests made of a bucket, and the keys its
-// listings return: a store lists in pages (S3: 1,000 keys), so a listing
-// costs by the keys it returns.
-type countingBucket struct {
-	objstore.Bucket
-	mu sync.Mutex
-	n  map[string]int
-	// gets counts the reads of each key.
-	gets map[string]int
-}
-
-func (c *countingBucket) count(op string) {
-	c.mu.Lock()
-	c.n[op]++
-	c.mu.Unlock()
-}
-
-func (c *countingBucket) countGet(key string) {
-	c.mu.Lock()
-	c.n["get"]++
-	c.gets[key]++
-	c.mu.Unlock()
-}
-
-func (c *countingBucket) Put(ctx context.Context, key string, r io.Reader, opts objstore.PutOptions) error {
-	c.count("put")
-	return c.Bucket.Put(ctx, key, r, opts)
-}
-
-func (c *countingBucket) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.countGet(key)
-	return c.Bucket.Get(ctx, key)
-}
-
-func (c *countingBucket) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	c.countGet(key)
-	return c.Bucket.GetRange(ctx, key, offset, length)
-}
-
-func (c *countingBucket) Stat(ctx context.Context, key string) (objstore.Attrs, error) {
-	c.count("stat")
-	return c.Bucket.Stat(ctx, key)
-}
-
-func (c *countingBucket) List(ctx context.Context, prefix string, fn func(objstore.Attrs) error) error {
-	return c.ListAfter(ctx, prefix, "", fn)
-}
-
-func (c *countingBucket) ListAfter(ctx context.Context, prefix, after string, fn func(objstore.Attrs) error) error {
-	c.count("list")
-	return c.Bucket.ListAfter(ctx, prefix, after, func(a objstore.Attrs) error {
-		c.count("listed keys")
-		return fn(a)
-	})
-}
-
-func (c *countingBucket) Delete(ctx context.Context, key string) error {
-	c.count("delete")
-	return c.Bucket.Delete(ctx, key)
-}
-
-func (c *countingBucket) String() string {
-	var b strings.Builder
-	for _, op := range slices.Sorted(maps.Keys(c.n)) {
-		fmt.Fprintf(&b, "%s %d, ", op, c.n[op])
-	}
-	return strings.TrimSuffix(b.String(), ", ")
-}
 
 // TestNoChangeCostIsFlat counts what a no-change export asks of the store
 // (the file backend) on top of 1, 100 and 1,000 commits of history, one
@@ -96,7 +23,7 @@ func TestNoChangeCostIsFlat(t *testing.T) {
 	// export: its two reads of the state and the check after the symlink
 	// manifest).
 	const checkpointCost = 3
-	var counts []*countingBucket
+	var counts []*faults.Counting
 	for _, n := range []int{1, 100, 1000} {
 		l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 second', 'n' || g, g FROM generate_series(1, 10) g`)
 		// A real export, under another name, gives the identity, schema
@@ -109,7 +36,7 @@ func TestNoChangeCostIsFlat(t *testing.T) {
 		t.Logf("no-change export on %d commits: %s", n, c)
 		counts = append(counts, c)
 	}
-	at1, at100, at1000 := counts[0].n, counts[1].n, counts[2].n
+	at1, at100, at1000 := counts[0].Counts(), counts[1].Counts(), counts[2].Counts()
 	if !maps.Equal(at100, at1000) {
 		t.Errorf("a no-change export asks more of the store at 1,000 commits than at 100:\n  100: %s\n 1000: %s", counts[1], counts[2])
 	}
@@ -149,13 +76,13 @@ func synthesizeHistory(t *testing.T, l *lake, first *manifest.Commit, n int) {
 }
 
 // countedExport runs one export and returns what it asked of the store.
-func (l *lake) countedExport(opts export.Options) *countingBucket {
+func (l *lake) countedExport(opts export.Options) *faults.Counting {
 	l.t.Helper()
 	ctx := context.Background()
 	src := l.source(ctx)
 	defer src.Close(ctx)
 	d := l.openDest()
-	c := &countingBucket{Bucket: d.Bucket, n: map[string]int{}, gets: map[string]int{}}
+	c := faults.NewCounting(d.Bucket)
 	d.Bucket = c
 	res, err := export.Run(ctx, src, d, d.ObjectURL, opts)
 	if err != nil {

@@ -25,14 +25,15 @@ func TestNoChangeReadsTheLogOnce(t *testing.T) {
 			t.Logf("no-change export on %d commits: %s", n, c)
 			dir := l.model + "/_manifests/"
 			log := 0
-			for _, key := range slices.Sorted(maps.Keys(c.gets)) {
+			gets := c.GetsByKey()
+			for _, key := range slices.Sorted(maps.Keys(gets)) {
 				name, ok := strings.CutPrefix(key, dir)
 				if !ok || !strings.HasSuffix(name, ".json") || path.Base(name) != name {
 					continue
 				}
-				log += c.gets[key]
-				if c.gets[key] > 1 {
-					t.Errorf("%s read %d times", key, c.gets[key])
+				log += gets[key]
+				if gets[key] > 1 {
+					t.Errorf("%s read %d times", key, gets[key])
 				}
 			}
 			t.Logf("reads of the log's commits and checkpoints: %d", log)

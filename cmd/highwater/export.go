@@ -4,7 +4,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/config"
-	"github.com/highwater-dev/highwater/internal/fleet"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/watermark"
 )
@@ -57,17 +55,18 @@ no plan, no probe, no directory, not even at a destination that does not exist y
   highwater export --config highwater.yaml --model orders --dry-run`,
 	}
 	fs := cmd.Flags()
+	var sel modelSelection
+	sel.register(fs)
+	// export's own words for the flags it shares with reconcile
+	for name, usage := range map[string]string{
+		"model":        "model `name` (default: the table name without its schema); with --config, the models to run (comma-separated or repeated)",
+		"source-query": "custom `SQL` to export instead of a table",
+		"dest":         "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix",
+	} {
+		fs.Lookup(name).Usage = usage
+	}
 	var (
-		configPath  = fs.String("config", "", "YAML config `file` with several models")
-		modelNames  = fs.StringSlice("model", nil, "model `name` (default: the table name without its schema); with --config, the models to run (comma-separated or repeated)")
-		source      = fs.String("source", "", "PostgreSQL `URL` (default $HIGHWATER_SOURCE); PGPASSWORD and ~/.pgpass work")
-		table       = fs.String("table", "", "source `SCHEMA.TABLE`")
-		query       = fs.String("source-query", "", "custom `SQL` to export instead of a table")
-		pk          = fs.String("primary-key", "", "primary key `COL[,COL]`")
-		modifiedAt  = fs.String("modified-at", "", "modified-at `COL`umn (timestamptz, timestamp or date)")
-		dest        = fs.String("dest", "", "destination `URL`: file:///path, s3://bucket/prefix, gs://bucket/prefix, azblob://container/prefix")
 		lookback    = fs.Duration("lookback", watermark.DefaultLookback, "re-read this much below the watermark")
-		tenantCol   = fs.String("tenant-column", "", "tenant `COL`umn")
 		softDelete  = fs.String("soft-delete", "", "`COL`umn that marks a row deleted (true, or not NULL): such rows are exported as tombstones")
 		deleteLog   = fs.Bool("delete-log", false, "also read the delete log installed by 'highwater deletes install' and export its entries as tombstones")
 		ff          fleetFlags
@@ -77,7 +76,6 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 		targetSize  = fs.String("target-file-size", "128MiB", "roll files at this `size`")
 		rowGroup    = fs.String("row-group-size", "16MiB", "end row groups at this uncompressed `size`")
 		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
-		timeZone    = fs.String("time-zone", "", "time `zone` of a naive timestamp column (default: the database's)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 		dryRun      = fs.Bool("dry-run", false, "discover the schema, plan the interval and estimate its rows, print the plan, and write nothing anywhere")
@@ -93,75 +91,24 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 		if err != nil {
 			return err
 		}
-		var runs []job
-		sourceURL, destURL := *source, *dest
-		if *configPath != "" {
-			for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column", "soft-delete", "delete-log"} {
-				if set[name] {
-					return usageErr("--%s goes in the config file, not with --config", name)
-				}
-			}
-			cfg, err := config.Load(*configPath)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if sourceURL == "" {
-				sourceURL = cfg.Source
-			}
-			if destURL == "" {
-				destURL = cfg.Dest
-			}
-			if runs, err = selectModels(cfg, *modelNames); err != nil {
-				return err
-			}
-			if runs, err = selectTenants(runs, ff.tenants, !slices.ContainsFunc(runs, func(j job) bool { return j.tenantsQuery != "" })); err != nil {
-				return err
-			}
-		} else {
-			if *table == "" && *query == "" {
-				return usageErr("--table (or --source-query) is required")
-			}
-			if *pk == "" || *modifiedAt == "" {
-				return usageErr("--primary-key and --modified-at are required")
-			}
-			if len(*modelNames) > 1 {
-				return usageErr("--model takes one name without --config")
-			}
-			name := ""
-			if len(*modelNames) == 1 {
-				name = (*modelNames)[0]
-			}
-			if name == "" {
-				if *table == "" {
-					return usageErr("--model is required with --source-query")
-				}
-				name = defaultModelName(*table)
-			}
-			o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: *timeZone, PageRows: *pageRows}
-			o.Source = pgsource.Spec{Table: *table, Query: *query, PrimaryKey: splitList(*pk), ModifiedAt: *modifiedAt, TenantColumn: *tenantCol, SoftDelete: *softDelete}
-			o.DeleteLog = *deleteLog
-			switch len(ff.tenants) {
-			case 0:
-			case 1:
-				o.Source.Tenant = &ff.tenants[0]
-			default:
-				return usageErr("--tenant takes one value without --config")
-			}
-			runs = append(runs, job{inst: fleet.Instance{Model: name}, opts: o, tableFormat: *tableFormat})
+		runs, sourceURL, destURL, err := sel.instances(set, ff.tenants, "soft-delete", "delete-log")
+		if err != nil {
+			return err
+		}
+		if sel.config == "" {
+			j := &runs[0]
+			j.opts.PageRows = *pageRows
+			j.opts.Source.SoftDelete = *softDelete
+			j.opts.DeleteLog = *deleteLog
+			// export has always named a flag-given instance by its model
+			// alone, its tenant only in the source spec
+			j.inst.Tenant = nil
+			j.tableFormat = *tableFormat
 		}
 		if err := checkTableFormat(*tableFormat); err != nil {
 			return err
 		}
-		if sourceURL == "" {
-			sourceURL = env.getenv("HIGHWATER_SOURCE")
-		}
-		if sourceURL == "" {
-			return usageErr("--source is required (or $HIGHWATER_SOURCE, or source: in the config)")
-		}
-		if destURL == "" {
-			return usageErr("--dest is required")
-		}
-		if err := checkFanOut(runs, destURL); err != nil {
+		if sourceURL, destURL, err = sel.urls(env, runs, sourceURL, destURL); err != nil {
 			return err
 		}
 		for i := range runs {
@@ -186,7 +133,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 				o.PageRows = *pageRows
 			}
 			if set["time-zone"] {
-				o.TimeZone = *timeZone
+				o.TimeZone = sel.timeZone
 			}
 			for _, s := range []struct {
 				flag string

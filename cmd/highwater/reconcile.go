@@ -117,10 +117,24 @@ func (s *modelSelection) register(fs *pflag.FlagSet) {
 // jobs resolves the selection into model instances (a tenants_query's are
 // resolved once connected), with the source and destination URLs.
 func (s *modelSelection) jobs(env *environment, set map[string]bool, tenants []string) ([]job, string, string, error) {
+	jobs, sourceURL, destURL, err := s.instances(set, tenants)
+	if err != nil {
+		return nil, "", "", err
+	}
+	if sourceURL, destURL, err = s.urls(env, jobs, sourceURL, destURL); err != nil {
+		return nil, "", "", err
+	}
+	return jobs, sourceURL, destURL, nil
+}
+
+// instances resolves the selection into model instances, with the source and
+// destination URLs the flags or the config give (either may be empty).
+// configOnly names the command's further flags that go in the config file.
+func (s *modelSelection) instances(set map[string]bool, tenants []string, configOnly ...string) ([]job, string, string, error) {
 	var jobs []job
 	sourceURL, destURL := s.source, s.dest
 	if s.config != "" {
-		for _, name := range []string{"table", "source-query", "primary-key", "modified-at", "tenant-column"} {
+		for _, name := range append([]string{"table", "source-query", "primary-key", "modified-at", "tenant-column"}, configOnly...) {
 			if set[name] {
 				return nil, "", "", usageErr("--%s goes in the config file, not with --config", name)
 			}
@@ -141,50 +155,56 @@ func (s *modelSelection) jobs(env *environment, set map[string]bool, tenants []s
 		if jobs, err = selectTenants(jobs, tenants, !slices.ContainsFunc(jobs, func(j job) bool { return j.tenantsQuery != "" })); err != nil {
 			return nil, "", "", err
 		}
-	} else {
-		if s.table == "" && s.query == "" {
-			return nil, "", "", usageErr("--table (or --source-query) is required")
-		}
-		if s.pk == "" || s.modifiedAt == "" {
-			return nil, "", "", usageErr("--primary-key and --modified-at are required")
-		}
-		if len(s.models) > 1 {
-			return nil, "", "", usageErr("--model takes one name without --config")
-		}
-		name := ""
-		if len(s.models) == 1 {
-			name = s.models[0]
-		}
-		if name == "" {
-			if s.table == "" {
-				return nil, "", "", usageErr("--model is required with --source-query")
-			}
-			name = defaultModelName(s.table)
-		}
-		o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: s.timeZone}
-		o.Source = pgsource.Spec{Table: s.table, Query: s.query, PrimaryKey: splitList(s.pk), ModifiedAt: s.modifiedAt, TenantColumn: s.tenantCol}
-		switch len(tenants) {
-		case 0:
-		case 1:
-			o.Source.Tenant = &tenants[0]
-		default:
-			return nil, "", "", usageErr("--tenant takes one value without --config")
-		}
-		jobs = append(jobs, job{inst: fleet.Instance{Model: name, Tenant: o.Source.Tenant}, opts: o})
+		return jobs, sourceURL, destURL, nil
 	}
+	if s.table == "" && s.query == "" {
+		return nil, "", "", usageErr("--table (or --source-query) is required")
+	}
+	if s.pk == "" || s.modifiedAt == "" {
+		return nil, "", "", usageErr("--primary-key and --modified-at are required")
+	}
+	if len(s.models) > 1 {
+		return nil, "", "", usageErr("--model takes one name without --config")
+	}
+	name := ""
+	if len(s.models) == 1 {
+		name = s.models[0]
+	}
+	if name == "" {
+		if s.table == "" {
+			return nil, "", "", usageErr("--model is required with --source-query")
+		}
+		name = defaultModelName(s.table)
+	}
+	o := export.Options{Model: name, Lookback: watermark.DefaultLookback, TimeZone: s.timeZone}
+	o.Source = pgsource.Spec{Table: s.table, Query: s.query, PrimaryKey: splitList(s.pk), ModifiedAt: s.modifiedAt, TenantColumn: s.tenantCol}
+	switch len(tenants) {
+	case 0:
+	case 1:
+		o.Source.Tenant = &tenants[0]
+	default:
+		return nil, "", "", usageErr("--tenant takes one value without --config")
+	}
+	jobs = append(jobs, job{inst: fleet.Instance{Model: name, Tenant: o.Source.Tenant}, opts: o})
+	return jobs, sourceURL, destURL, nil
+}
+
+// urls completes the source and destination URLs ($HIGHWATER_SOURCE for
+// the source) and checks that the destination can hold the instances.
+func (s *modelSelection) urls(env *environment, jobs []job, sourceURL, destURL string) (string, string, error) {
 	if sourceURL == "" {
 		sourceURL = env.getenv("HIGHWATER_SOURCE")
 	}
 	if sourceURL == "" {
-		return nil, "", "", usageErr("--source is required (or $HIGHWATER_SOURCE, or source: in the config)")
+		return "", "", usageErr("--source is required (or $HIGHWATER_SOURCE, or source: in the config)")
 	}
 	if destURL == "" {
-		return nil, "", "", usageErr("--dest is required")
+		return "", "", usageErr("--dest is required")
 	}
 	if err := checkFanOut(jobs, destURL); err != nil {
-		return nil, "", "", err
+		return "", "", err
 	}
-	return jobs, sourceURL, destURL, nil
+	return sourceURL, destURL, nil
 }
 
 // runReconciles runs the reconcile of each instance, as runExports runs

@@ -17,20 +17,31 @@ import (
 // lists in pages, so a listing costs by the keys it returns. What a command
 // asks of the store is stable where its duration is not, so tests of cost
 // compare counts. On local disk every put is durable (written, fsynced and
-// linked or renamed), so puts also count fsyncs.
+// linked or renamed), so puts also count fsyncs. It also counts the reads of
+// each key, for tests that a key is read once.
 type Counting struct {
 	objstore.Bucket
 
-	mu sync.Mutex
-	n  map[string]int
+	mu   sync.Mutex
+	n    map[string]int
+	gets map[string]int
 }
 
 // NewCounting counts the requests made of b.
-func NewCounting(b objstore.Bucket) *Counting { return &Counting{Bucket: b, n: map[string]int{}} }
+func NewCounting(b objstore.Bucket) *Counting {
+	return &Counting{Bucket: b, n: map[string]int{}, gets: map[string]int{}}
+}
 
 func (c *Counting) count(op string) {
 	c.mu.Lock()
 	c.n[op]++
+	c.mu.Unlock()
+}
+
+func (c *Counting) countGet(key string) {
+	c.mu.Lock()
+	c.n["get"]++
+	c.gets[key]++
 	c.mu.Unlock()
 }
 
@@ -42,10 +53,18 @@ func (c *Counting) Counts() map[string]int {
 	return maps.Clone(c.n)
 }
 
+// GetsByKey returns the reads so far (Get and GetRange) of each key.
+func (c *Counting) GetsByKey() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.gets)
+}
+
 // Reset sets every count to zero.
 func (c *Counting) Reset() {
 	c.mu.Lock()
 	c.n = map[string]int{}
+	c.gets = map[string]int{}
 	c.mu.Unlock()
 }
 
@@ -64,12 +83,12 @@ func (c *Counting) Put(ctx context.Context, key string, r io.Reader, opts objsto
 }
 
 func (c *Counting) Get(ctx context.Context, key string) (io.ReadCloser, error) {
-	c.count("get")
+	c.countGet(key)
 	return c.Bucket.Get(ctx, key)
 }
 
 func (c *Counting) GetRange(ctx context.Context, key string, offset, length int64) (io.ReadCloser, error) {
-	c.count("get")
+	c.countGet(key)
 	return c.Bucket.GetRange(ctx, key, offset, length)
 }
 
