@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/highwater-dev/highwater/dedupe"
+	"github.com/highwater-dev/highwater/internal/destination"
 	"github.com/highwater-dev/highwater/internal/faults"
 	"github.com/highwater-dev/highwater/internal/objstore"
 	"github.com/highwater-dev/highwater/internal/synth"
@@ -29,17 +30,8 @@ import (
 func TestFailedUploadAbortsTheOtherBuckets(t *testing.T) {
 	const n = 20_000
 	dir := t.TempDir()
-	d := openDest(t, "file://"+dir)
-	lake, err := synth.New(d, "items")
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := exportedLake(t, dir, n)
 	ctx := context.Background()
-	if _, err := lake.Export(ctx, n, func(i int, r *synth.Row) {
-		*r = synth.Row{ID: int64(i), UpdatedAt: t0 + int64(i), Name: fmt.Sprint("v1-", i), Price: int64(i)}
-	}); err != nil {
-		t.Fatal(err)
-	}
 	before := readState(t, d, "items")
 	objects := dataObjects(t, dir)
 
@@ -49,16 +41,9 @@ func TestFailedUploadAbortsTheOtherBuckets(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	stored := &storedPuts{Bucket: d}
 	injected := errors.New("injected: connection reset by the store")
-	part := func(key string) int {
-		_, _, n, ok := manifest.ParseDataKey(strings.TrimPrefix(key, "items/"))
-		if !ok {
-			return 0
-		}
-		return n
-	}
 	fb := &faults.Bucket{Bucket: stored,
-		Hold: func(key string) bool { return part(key) == 1 }, MaxHold: time.Minute,
-		Fail: func(key string) bool { return part(key) == 2 }, Err: injected}
+		Hold: func(key string) bool { return dataPart(key) == 1 }, MaxHold: time.Minute,
+		Fail: func(key string) bool { return dataPart(key) == 2 }, Err: injected}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	if _, err := dedupe.Run(ctx, fb, d.ObjectURL, dedupe.Options{Model: "items", Buckets: 2}); !errors.Is(err, injected) {
@@ -66,7 +51,7 @@ func TestFailedUploadAbortsTheOtherBuckets(t *testing.T) {
 	}
 	var started []int
 	for _, k := range fb.Puts() {
-		if p := part(k); p > 0 {
+		if p := dataPart(k); p > 0 {
 			started = append(started, p)
 		}
 	}
@@ -74,7 +59,7 @@ func TestFailedUploadAbortsTheOtherBuckets(t *testing.T) {
 	if !slices.Equal(started, []int{1, 2}) {
 		t.Fatalf("uploads of files %v started; want the held first and the failed second", started)
 	}
-	if keys := stored.data(part); len(keys) != 0 {
+	if keys := stored.data(dataPart); len(keys) != 0 {
 		t.Fatalf("uploads finished after the first error: %v", keys)
 	}
 	if after := dataObjects(t, dir); !slices.Equal(after, objects) {
@@ -113,7 +98,7 @@ func (b *storedPuts) data(part func(string) int) []string {
 	defer b.mu.Unlock()
 	var keys []string
 	for _, k := range b.keys {
-		if part(k) > 0 {
+		if dataPart(k) > 0 {
 			keys = append(keys, k)
 		}
 	}
@@ -134,4 +119,31 @@ func dataObjects(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return objects
+}
+
+// exportedLake is a lake in dir with one synthetic export of n rows of
+// model items, for the tests that fault a dedupe's uploads.
+func exportedLake(t *testing.T, dir string, n int) *destination.Destination {
+	t.Helper()
+	d := openDest(t, "file://"+dir)
+	lake, err := synth.New(d, "items")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lake.Export(context.Background(), n, func(i int, r *synth.Row) {
+		*r = synth.Row{ID: int64(i), UpdatedAt: t0 + int64(i), Name: fmt.Sprint("v1-", i), Price: int64(i)}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// dataPart is the part number of a data object's key of model items, 0
+// for any other key.
+func dataPart(key string) int {
+	_, _, n, ok := manifest.ParseDataKey(strings.TrimPrefix(key, "items/"))
+	if !ok {
+		return 0
+	}
+	return n
 }
