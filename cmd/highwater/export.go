@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
@@ -85,8 +84,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 	ff.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		set := map[string]bool{}
-		fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
+		set := setFlags(fs)
 		shard, err := ff.check()
 		if err != nil {
 			return err

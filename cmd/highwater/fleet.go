@@ -615,3 +615,11 @@ func (f *fleetFlags) runLake(ctx context.Context, env *environment, lake *lakeFl
 	}
 	return reportSummary(env.stdout, s, f.json)
 }
+
+// setFlags names the flags given on the command line, which decide whether
+// a flag or the config file supplies a setting.
+func setFlags(fs *pflag.FlagSet) map[string]bool {
+	set := map[string]bool{}
+	fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
+	return set
+}

@@ -61,8 +61,7 @@ Exit status 3 means differences were found.`,
 	ff.register(fs)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		ctx := cmd.Context()
-		set := map[string]bool{}
-		fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
+		set := setFlags(fs)
 		shard, err := ff.check()
 		if err != nil {
 			return err
