@@ -149,3 +149,23 @@ func TestResetCommitsOnTheRacingHead(t *testing.T) {
 		t.Fatalf("the reset on the racing head printed\n%s, want the old watermark %s and the delete log read from %s", out, racing.Watermark, from)
 	}
 }
+
+// TestResetRacingAnotherReset: another reset moves the watermark below
+// VALUE between the reset's build and its write; on that head VALUE is no
+// longer a move back, so the reset is refused (exit 2), and the racing
+// reset stays the head.
+func TestResetRacingAnotherReset(t *testing.T) {
+	db, dest := setupItems(t)
+	mustRun(t, "export", "--source", db, "--table", "public.items", "--primary-key", "id", "--modified-at", "updated_at", "--dest", dest)
+	reset := []string{"reset", "--dest", dest, "--model", "items", "--reason", "replay"}
+	code, out, errOut := racedReset(t, append(append([]string{}, reset...), "--watermark", "2020-01-01 00:00:00+00"), func() {
+		mustRun(t, append(append([]string{}, reset...), "--watermark", "2010-01-01 00:00:00+00")...)
+	})
+	if code != exitUsage || strings.Count(errOut, "\n") != 1 ||
+		!strings.HasPrefix(errOut, "highwater reset: items: reset refused: 2020-01-01 00:00:00.000000+00 is not below the current watermark 2010-01-01 00:00:00.000000+00") {
+		t.Fatalf("reset raced by a reset below it: exit %d, want 2 and the line that says why\n%s%s", code, out, errOut)
+	}
+	if c := lastCommit(t, dest); c.Seq != 2 || c.Watermark != "2010-01-01 00:00:00.000000+00" {
+		t.Fatalf("after the refused reset the head is seq %d at %s, want the racing reset", c.Seq, c.Watermark)
+	}
+}
