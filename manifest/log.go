@@ -32,7 +32,9 @@ type Log struct {
 	// CheckpointEvery commits, the whole state is written next to the log.
 	CheckpointEvery int64
 	// Failpoint, when set, is called at "commit-response-lost": the commit
-	// is in the store but its writer has not heard so (a test hook).
+	// is in the store but its writer has not heard so, and at
+	// "append-built": Append has built a commit on a head and not yet
+	// written it, so a commit made there makes it build again (test hooks).
 	Failpoint func(name string)
 	probed    bool
 	// cache is the last state ReadState folded (see cache.go).

@@ -107,6 +107,9 @@ func (l *Log) Append(ctx context.Context, build func(*State) (*Commit, error)) (
 		if err != nil {
 			return nil, nil, err
 		}
+		if l.Failpoint != nil {
+			l.Failpoint("append-built")
+		}
 		err = l.Commit(ctx, st, c)
 		if errors.Is(err, ErrConflict) {
 			continue

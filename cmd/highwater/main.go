@@ -327,6 +327,10 @@ type environment struct {
 	getenv         func(string) string
 	logger         *slog.Logger
 	build          build
+	// hook, when set, is called at the failpoints instead of the one
+	// that HIGHWATER_FAILPOINT arms: a test runs another command there,
+	// in the same process, to race this one.
+	hook func(string)
 }
 
 // logOptions are the persistent logging flags.
@@ -391,8 +395,12 @@ func isTerminal(w io.Writer) bool {
 
 // failpoint returns the hook that HIGHWATER_FAILPOINT=name[:n] arms: the
 // process kills itself at the n-th time (default 1) it reaches name, so
-// tests can crash it at every point of a run.
+// tests can crash it at every point of a run; the environment's hook, when
+// set, takes its place.
 func (e *environment) failpoint() func(string) {
+	if e.hook != nil {
+		return e.hook
+	}
 	spec := e.getenv("HIGHWATER_FAILPOINT")
 	if spec == "" {
 		return nil
