@@ -22,7 +22,6 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
-	"github.com/parquet-go/parquet-go"
 )
 
 type runner struct {
@@ -599,17 +598,12 @@ func (r *runner) differ(c *comparison, kind int, s, l *record) error {
 func (r *runner) readSource(ctx context.Context, parts *partitions) error {
 	ks := r.src.NewKeyScanner(r.table, r.selectExprs())
 	ks.PageRows = r.opts.PageRows
-	h := &hasher{sh: &r.shape}
-	var row parquet.Row
+	h := newWireHasher(&r.shape, r.mapping)
 	var rec record
-	ncols := len(r.table.Columns) + 2
 	err := ks.Scan(ctx, pgsource.Window{From: r.window.fromLit, To: r.window.toLit}, func(sr *pgsource.Row) error {
-		var err error
-		if row, err = r.mapping.AppendRow(row, sr.Values, 0, false); err != nil {
-			return fmt.Errorf("convert row: %w", err)
+		if err := h.record(&rec, sr.Values); err != nil {
+			return err
 		}
-		h.record(&rec, row, ncols)
-		rec.version = 0
 		r.opts.Progress.Add(1)
 		if parts.rows%measureRows == 0 {
 			r.mem.measure()

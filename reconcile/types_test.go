@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/reconcile"
 )
@@ -133,6 +134,38 @@ func TestTypeMatrix(t *testing.T) {
 				t.Errorf("changed samples %v, want %v", got, first)
 			}
 			t.Logf("%s: %d columns, %d changed values found, %d equal values matched", fx.table, len(cols), len(changed), same)
+		})
+	}
+}
+
+// TestWireHash checks, row by row on every type of the type fixtures and
+// under each of the mapping's options, that the record a reconcile makes
+// of a source row's wire values (hashing the values whose Parquet form is
+// their wire bytes as they are) equals the one made of the Parquet row
+// the mapping converts them to, which is how the lake's rows are hashed.
+func TestWireHash(t *testing.T) {
+	for _, fx := range []struct{ file, table string }{{"core.sql", "core"}, {"all.sql", "alltypes"}, {"text.sql", "texttypes"}} {
+		t.Run(fx.table, func(t *testing.T) {
+			sql, err := os.ReadFile(filepath.Join("..", "testdata", "types", fx.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := newLake(t, string(sql), fmt.Sprintf(`ALTER TABLE %s ADD COLUMN updated_at timestamptz NOT NULL DEFAULT '2020-01-01'`, fx.table))
+			ctx, cancel := l.ctx()
+			defer cancel()
+			src, _ := l.open(ctx)
+			spec := pgsource.Spec{Table: "public." + fx.table, PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"}
+			for _, fo := range []formats.Options{{}, {UUIDLogical: true, TimeAsParquetTime: true}} {
+				for _, keysOnly := range []bool{false, true} {
+					n, err := reconcile.CheckWireHash(ctx, src, spec, fo, keysOnly)
+					if err != nil {
+						t.Fatalf("options %+v, keys only %t: %v", fo, keysOnly, err)
+					}
+					if n == 0 {
+						t.Fatalf("no rows compared")
+					}
+				}
+			}
 		})
 	}
 }
