@@ -233,7 +233,7 @@ func (r *runner) partitionCount(share int64) int {
 	for _, f := range r.st.Files {
 		rows += f.Rows
 	}
-	est := 2 * rows * (recHeader + 24)
+	est := 2 * rows * (recHeader + 16 + 24)
 	n := 16
 	for n < 4096 && int64(n)*share/4 < est {
 		n *= 2
@@ -248,7 +248,9 @@ func (r *runner) compare(ctx context.Context) error {
 		judges = r.opts.judges
 	}
 	n := r.partitionCount(r.budget / int64(judges))
-	bufs := max(r.budget/4, 1<<20)
+	// While both sides are read, the spill buffers are most of what is
+	// held: half the budget each, so that a write moves more at a time.
+	bufs := max(r.budget/2, 1<<20)
 	srcParts, err := newPartitions(r.spill, "source", n, 0, bufs)
 	if err != nil {
 		return err
