@@ -1,6 +1,10 @@
 package formats
 
-import "github.com/parquet-go/parquet-go"
+import (
+	"fmt"
+
+	"github.com/parquet-go/parquet-go"
+)
 
 // RawValue reports whether AppendRow writes a present value of column col
 // as its binary wire bytes themselves, unchanged, as a value of kind kind
@@ -28,6 +32,17 @@ func (m *Mapping) RawValue(col int) (kind parquet.Kind, width int, raw bool) {
 		return parquet.FixedLenByteArray, 16, true
 	}
 	return 0, 0, false
+}
+
+// Value converts the binary wire value b (not NULL) of column col, which
+// is not a list, into the value AppendRow writes for it; AppendRow gives
+// it repetition level 0 and definition level 1.
+func (m *Mapping) Value(col int, b []byte) (parquet.Value, error) {
+	c := &m.cols[col]
+	if c.list {
+		return parquet.Value{}, fmt.Errorf("decode column %q: a list has no single value", c.name)
+	}
+	return decode(&m.arena, c, b)
 }
 
 // AppendColumn appends to dst the values, with their levels, that

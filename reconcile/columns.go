@@ -8,6 +8,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -18,66 +19,38 @@ const columnRows = 1024
 
 // columnHasher turns the rows of a row group of flat columns into the
 // records hasher makes of them, reading the group column by column
-// instead of assembling parquet.Rows: each column's values of a batch of
-// rows are appended to the rows' hashed forms in turn, in the order of the
-// columns, with the column and levels, exactly as hasher writes them. It
-// reads only the columns the comparison needs (with keysOnly the key,
-// modified-at and hidden columns). It is reused group after group and is
-// not safe for concurrent use.
+// instead of assembling parquet.Rows: the values of a batch of rows are
+// read one column after the other, and then each row's hashed form is
+// written from them, in the order of the columns, with the column and
+// levels, exactly as hasher writes it. It reads only the columns the
+// comparison needs (with keysOnly the key, modified-at and hidden
+// columns). It is reused group after group and is not safe for concurrent
+// use.
 type columnHasher struct {
 	sh *rowShape
 	// cols are the file columns read, ascending.
 	cols   []int
 	prefix [][]byte // of each file column, its index as hasher writes it
-	// keyPos is the position in sh.key of each column read, or -1.
-	keyPos []int
-	forms  [][]byte
-	// keyAt and keyEnd delimit, for each key column and row of the batch,
-	// its value in the row's form.
-	keyAt, keyEnd [][]int
-	mods          []parquet.Value
-	versions      []int64
-	deleted       []bool
-	vals          []parquet.Value
-	key, modForm  []byte
+	// vals holds a batch's values of each column read.
+	vals      [][]parquet.Value
+	at, end   []int // each source column's value in form
+	form, key []byte
 }
 
 func newColumnHasher(sh *rowShape) *columnHasher {
-	h := &columnHasher{sh: sh, forms: make([][]byte, columnRows), mods: make([]parquet.Value, columnRows),
-		versions: make([]int64, columnRows), deleted: make([]bool, columnRows), vals: make([]parquet.Value, columnRows)}
+	h := &columnHasher{sh: sh, at: make([]int, sh.nsrc+2), end: make([]int, sh.nsrc+2)}
 	for c := range sh.nsrc + 2 {
-		if sh.keysOnly && c < sh.nsrc && c != sh.mod && !containsInt(sh.key, c) {
+		if sh.keysOnly && c < sh.nsrc && c != sh.mod && !slices.Contains(sh.key, c) {
 			continue
 		}
 		h.cols = append(h.cols, c)
-	}
-	h.keyPos = make([]int, len(h.cols))
-	for i, c := range h.cols {
-		h.keyPos[i] = -1
-		for j, k := range sh.key {
-			if k == c {
-				h.keyPos[i] = j
-			}
-		}
+		h.vals = append(h.vals, make([]parquet.Value, columnRows))
 	}
 	h.prefix = make([][]byte, sh.nsrc+2)
 	for c := range h.prefix {
 		h.prefix[c] = binary.AppendUvarint(nil, uint64(c))
 	}
-	h.keyAt, h.keyEnd = make([][]int, len(sh.key)), make([][]int, len(sh.key))
-	for j := range sh.key {
-		h.keyAt[j], h.keyEnd[j] = make([]int, columnRows), make([]int, columnRows)
-	}
 	return h
-}
-
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // group emits a record of every row of rg, in file order, until emit
@@ -101,55 +74,46 @@ func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, emit func
 		}
 		n := int(min(left, columnRows))
 		left -= int64(n)
-		for i := range h.forms[:n] {
-			h.forms[i] = h.forms[i][:0]
-		}
+		// The values' byte arrays stay valid until the column's next read.
 		for ci, c := range h.cols {
-			vals := h.vals[:n]
-			if err := readers[ci].read(vals); err != nil {
+			if err := readers[ci].read(h.vals[ci][:n]); err != nil {
 				return fmt.Errorf("read column %d: %w", c, err)
-			}
-			switch {
-			case c == sh.version:
-				for i, v := range vals {
-					h.versions[i] = 0
-					if !v.IsNull() {
-						h.versions[i] = v.Int64()
-					}
-				}
-				continue
-			case c == sh.deleted:
-				for i, v := range vals {
-					h.deleted[i] = !v.IsNull() && v.Boolean()
-				}
-				continue
-			}
-			if c == sh.mod {
-				copy(h.mods, vals)
-			}
-			j := h.keyPos[ci]
-			for i, v := range vals {
-				f := append(h.forms[i], h.prefix[c]...)
-				f = append(f, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
-				if j >= 0 {
-					h.keyAt[j][i] = len(f)
-				}
-				f = appendValue(f, v)
-				if j >= 0 {
-					h.keyEnd[j][i] = len(f)
-				}
-				h.forms[i] = f
 			}
 		}
 		for i := range n {
-			f := h.forms[i]
-			k := h.key[:0]
-			for j := range sh.key {
-				k = append(k, f[h.keyAt[j][i]:h.keyEnd[j][i]]...)
+			rec = record{}
+			f := h.form[:0]
+			for ci, c := range h.cols {
+				v := &h.vals[ci][i]
+				switch c {
+				case sh.version:
+					if !v.IsNull() {
+						rec.version = v.Int64()
+					}
+					continue
+				case sh.deleted:
+					if !v.IsNull() && v.Boolean() {
+						rec.flags |= flagDeleted
+					}
+					continue
+				}
+				f = append(f, h.prefix[c]...)
+				f = append(f, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
+				h.at[c] = len(f)
+				f = appendValue(f, *v)
+				h.end[c] = len(f)
 			}
-			h.key = k
-			rec = record{key: k, version: h.versions[i]}
-			mod := h.mods[i]
+			h.form = f
+			k := h.key[:0]
+			for _, c := range sh.key {
+				k = append(k, f[h.at[c]:h.end[c]]...)
+			}
+			h.key, rec.key = k, k
+			modForm := f[h.at[sh.mod]:h.end[sh.mod]]
+			mod, _, err := readValue(modForm)
+			if err != nil {
+				return fmt.Errorf("read modified-at: %w", err)
+			}
 			switch {
 			case mod.IsNull():
 				rec.flags |= flagModNull
@@ -159,12 +123,8 @@ func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, emit func
 			default:
 				rec.mod = mod.Int64()
 			}
-			if h.deleted[i] {
-				rec.flags |= flagDeleted
-			}
 			if sh.keysOnly {
-				h.modForm = appendValue(h.modForm[:0], mod)
-				f = h.modForm
+				f = modForm
 			}
 			binary.LittleEndian.PutUint64(rec.hash[:8], maphash.Bytes(sh.seeds[0], f))
 			binary.LittleEndian.PutUint64(rec.hash[8:], maphash.Bytes(sh.seeds[1], f))

@@ -15,12 +15,12 @@ import (
 // row: a column whose Parquet value is its wire bytes unchanged
 // (formats.Mapping.RawValue: integers, floats, text, bytea) is hashed from
 // those bytes as they are, every other one is converted by the mapping one
-// column at a time (formats.Mapping.AppendColumn). Both write exactly the
-// bytes that appendValue writes of the mapping's value, with the same
-// column and levels, so the lake side, which hashes the files' values with
-// hasher, hashes the same form: the mapping stays the one home of what a
-// value becomes. It is reused row after row and is not safe for concurrent
-// use.
+// column at a time (formats.Mapping.Value; AppendColumn for a list). Both
+// write exactly the bytes that appendValue writes of the mapping's value,
+// with the same column and levels, so the lake side, which hashes the
+// files' values with hasher, hashes the same form: the mapping stays the
+// one home of what a value becomes. It is reused row after row and is not
+// safe for concurrent use.
 type wireHasher struct {
 	sh   *rowShape
 	m    *formats.Mapping
@@ -38,6 +38,7 @@ type wireHasher struct {
 
 type wireCol struct {
 	raw    bool
+	list   bool
 	tag    byte
 	width  int    // of a raw number; 0 for a byte array of any length
 	prefix []byte // the column's index, as hasher writes it
@@ -46,9 +47,10 @@ type wireCol struct {
 
 func newWireHasher(sh *rowShape, m *formats.Mapping) *wireHasher {
 	h := &wireHasher{sh: sh, m: m, cols: make([]wireCol, sh.nsrc), at: make([]int, sh.nsrc), end: make([]int, sh.nsrc)}
+	fields := m.Fields()
 	for c := range h.cols {
 		kind, width, raw := m.RawValue(c)
-		h.cols[c] = wireCol{raw: raw, tag: kindTag(kind), width: width, prefix: binary.AppendUvarint(nil, uint64(c)),
+		h.cols[c] = wireCol{raw: raw, list: fields[c].Repeated, tag: kindTag(kind), width: width, prefix: binary.AppendUvarint(nil, uint64(c)),
 			lenned: kind == parquet.ByteArray || kind == parquet.FixedLenByteArray}
 	}
 	need := make([]bool, sh.nsrc)
@@ -86,6 +88,19 @@ func (h *wireHasher) record(r *record, values [][]byte) error {
 				}
 				f = append(f, b...)
 			}
+			h.end[c] = len(f)
+			continue
+		}
+		if !wc.list && b != nil {
+			// AppendRow's levels of a present scalar, as above.
+			v, err := h.m.Value(c, b)
+			if err != nil {
+				return fmt.Errorf("convert row: %w", err)
+			}
+			f = append(f, wc.prefix...)
+			f = append(f, 0, 1)
+			h.at[c] = len(f)
+			f = appendValue(f, v)
 			h.end[c] = len(f)
 			continue
 		}
