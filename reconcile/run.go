@@ -340,7 +340,7 @@ func (r *runner) judgeAll(ctx context.Context, src, lake *partitions, judges int
 			j := &judge{r: r, share: r.opts.share, judges: judges, c: &found[w]}
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(src.files) {
+				if i >= src.count() {
 					return nil
 				}
 				if err := j.partition(gctx, src, lake, i, 0); err != nil {
