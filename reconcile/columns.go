@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"math"
 	"slices"
 
 	"github.com/parquet-go/parquet-go"
@@ -110,18 +109,13 @@ func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, emit func
 			}
 			h.key, rec.key = k, k
 			modForm := f[h.at[sh.mod]:h.end[sh.mod]]
-			mod, _, err := readValue(modForm)
+			mod, null, err := modOf(modForm)
 			if err != nil {
-				return fmt.Errorf("read modified-at: %w", err)
+				return err
 			}
-			switch {
-			case mod.IsNull():
+			rec.mod = mod
+			if null {
 				rec.flags |= flagModNull
-				rec.mod = math.MinInt64
-			case mod.Kind() == parquet.Int32:
-				rec.mod = int64(mod.Int32())
-			default:
-				rec.mod = mod.Int64()
 			}
 			if sh.keysOnly {
 				f = modForm

@@ -370,3 +370,21 @@ func keyHash(key []byte, seed uint64) uint64 {
 	}
 	return h
 }
+
+// modOf reads a record's modified-at from the appendValue form of the
+// modified-at column's value, as hasher.record takes it from the value.
+func modOf(form []byte) (mod int64, null bool, err error) {
+	switch {
+	case len(form) == 1 && form[0] == tagNull:
+		return math.MinInt64, true, nil
+	case len(form) == 5 && form[0] == kindTag(parquet.Int32):
+		return int64(int32(binary.BigEndian.Uint32(form[1:]))), false, nil
+	case len(form) == 9 && form[0] == kindTag(parquet.Int64):
+		return int64(binary.BigEndian.Uint64(form[1:])), false, nil
+	}
+	v, _, err := readValue(form)
+	if err != nil {
+		return 0, false, fmt.Errorf("read modified-at: %w", err)
+	}
+	return v.Int64(), false, nil
+}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
-	"math"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/parquet-go/parquet-go"
@@ -126,18 +125,13 @@ func (h *wireHasher) record(r *record, values [][]byte) error {
 	h.key = k
 	*r = record{key: k}
 	modForm := f[h.at[sh.mod]:h.end[sh.mod]]
-	mod, _, err := readValue(modForm)
+	mod, null, err := modOf(modForm)
 	if err != nil {
-		return fmt.Errorf("read modified-at: %w", err)
+		return err
 	}
-	switch {
-	case mod.IsNull():
+	r.mod = mod
+	if null {
 		r.flags |= flagModNull
-		r.mod = math.MinInt64
-	case mod.Kind() == parquet.Int32:
-		r.mod = int64(mod.Int32())
-	default:
-		r.mod = mod.Int64()
 	}
 	hashed := f
 	if sh.keysOnly {
