@@ -18,7 +18,9 @@
 // with the export's own select expressions and converted by the export's
 // own mapping (formats.Mapping) into the Parquet values a file would hold,
 // and those are hashed; the lake's rows are read from the files and hashed
-// the same way. So both sides produce the same canonical form for every
+// the same way. (A source value whose Parquet value is its wire bytes
+// unchanged, as the mapping says, is hashed from those bytes without the
+// conversion: the same bytes, at less cost; wire.go.) So both sides produce the same canonical form for every
 // type by construction (numeric, timestamps, float NaN and ±0, bytea,
 // arrays, json, uuid, NULLs), and the rule for what a value becomes in the
 // lake keeps one home: the mapping. What the mapping folds together (a

@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"math/big"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/highwater-dev/highwater/formats"
 	"github.com/highwater-dev/highwater/internal/lakeread"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
@@ -23,14 +24,16 @@ import (
 // KeysOnly.
 func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 	h := &hasher{sh: &r.shape}
-	var rec record
+	ch := newColumnHasher(&r.shape)
+	// Row by row only when a list column must be hashed: columnHasher
+	// reads flat columns.
+	flat := r.opts.KeysOnly || !slices.ContainsFunc(r.mapping.Fields(), func(f formats.Field) bool { return f.Repeated })
 	ncols := len(r.table.Columns) + 2
 	for i, f := range r.st.Files {
 		// The committed position and the row's place in its file break
 		// exact ties, as dedupe's input order does.
 		n := uint64(0)
-		err := r.readFile(ctx, f, func(row parquet.Row) error {
-			h.record(&rec, row, ncols)
+		add := func(rec *record) error {
 			rec.ordinal = uint64(i)<<36 | n
 			n++
 			r.maxVersion = max(r.maxVersion, rec.version)
@@ -38,7 +41,25 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 			if parts.rows%measureRows == 0 {
 				r.mem.measure()
 			}
-			return parts.add(&rec)
+			return parts.add(rec)
+		}
+		var rec record
+		err := r.readFile(ctx, f, func(pf *parquet.File) error {
+			for _, rg := range pf.RowGroups() {
+				var err error
+				if flat {
+					err = ch.group(ctx, rg, add)
+				} else {
+					err = lakeread.EachRow(ctx, rg, func(row parquet.Row) error {
+						h.record(&rec, row, ncols)
+						return add(&rec)
+					})
+				}
+				if err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			return fmt.Errorf("read %s: %w", f.Key, err)
@@ -47,9 +68,9 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 	return nil
 }
 
-// readFile calls fn for each row of a committed file: every column, or
-// with KeysOnly only the key, modified-at and hidden columns.
-func (r *runner) readFile(ctx context.Context, f manifest.File, fn func(parquet.Row) error) error {
+// readFile opens a local copy of a committed file, checks its columns and
+// calls fn with it.
+func (r *runner) readFile(ctx context.Context, f manifest.File, fn func(*parquet.File) error) error {
 	local, pf, err := lakeread.Open(ctx, r.bucket, r.log.Key(f.Key), func() (*os.File, error) {
 		f, err := os.CreateTemp(r.spill, "input-*")
 		if err != nil {
@@ -64,15 +85,7 @@ func (r *runner) readFile(ctx context.Context, f manifest.File, fn func(parquet.
 	if err := r.checkFileSchema(pf.Schema()); err != nil {
 		return err
 	}
-	if r.opts.KeysOnly {
-		return r.readColumns(ctx, pf, fn)
-	}
-	for _, rg := range pf.RowGroups() {
-		if err := lakeread.EachRow(ctx, rg, fn); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fn(pf)
 }
 
 // checkFileSchema refuses a file whose columns are not the mapping's: its
@@ -88,90 +101,6 @@ func (r *runner) checkFileSchema(s *parquet.Schema) error {
 		return fmt.Errorf("%w: the file's columns are not the source's (the model's schema changed since): a --full-refresh export rewrites the model in one schema", ErrSchema)
 	}
 	return nil
-}
-
-// readColumns reads only the flat columns a keys-only comparison needs,
-// column chunk by column chunk, and zips them into sparse rows.
-func (r *runner) readColumns(ctx context.Context, pf *parquet.File, emit func(parquet.Row) error) error {
-	cols := append(append([]int{}, r.shape.key...), r.shape.mod, r.shape.version, r.shape.deleted)
-	for _, rg := range pf.RowGroups() {
-		chunks := rg.ColumnChunks()
-		readers := make([]*valueReader, len(cols))
-		for j, c := range cols {
-			readers[j] = &valueReader{pages: chunks[c].Pages()}
-		}
-		closeAll := func() {
-			for _, vr := range readers {
-				vr.pages.Close()
-			}
-		}
-		row := make(parquet.Row, len(cols))
-		for n := rg.NumRows(); n > 0; n-- {
-			if err := ctx.Err(); err != nil {
-				closeAll()
-				return err
-			}
-			for j, vr := range readers {
-				v, err := vr.next()
-				if err != nil {
-					closeAll()
-					return fmt.Errorf("read column %d: %w", cols[j], err)
-				}
-				row[j] = v
-			}
-			if err := emit(row); err != nil {
-				closeAll()
-				return err
-			}
-		}
-		closeAll()
-	}
-	return nil
-}
-
-// valueReader yields the values of one flat column chunk one at a time.
-type valueReader struct {
-	pages parquet.Pages
-	page  parquet.Page
-	vals  parquet.ValueReader
-	buf   []parquet.Value
-	i     int
-}
-
-func (vr *valueReader) next() (parquet.Value, error) {
-	for vr.i >= len(vr.buf) {
-		if vr.vals == nil {
-			if vr.page != nil {
-				parquet.Release(vr.page)
-			}
-			p, err := vr.pages.ReadPage()
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					return parquet.Value{}, io.ErrUnexpectedEOF
-				}
-				return parquet.Value{}, err
-			}
-			vr.page, vr.vals = p, p.Values()
-		}
-		if vr.buf == nil {
-			vr.buf = make([]parquet.Value, 256)
-		}
-		n, err := vr.vals.ReadValues(vr.buf[:cap(vr.buf)])
-		vr.buf, vr.i = vr.buf[:n], 0
-		if errors.Is(err, io.EOF) {
-			vr.vals = nil
-		} else if err != nil {
-			return parquet.Value{}, err
-		}
-	}
-	v := vr.buf[vr.i]
-	vr.i++
-	// Byte arrays point into the page, which the next page replaces:
-	// copy them.
-	if k := v.Kind(); !v.IsNull() && (k == parquet.ByteArray || k == parquet.FixedLenByteArray) {
-		v = v.Clone()
-	}
-	return v, nil
 }
 
 // keyText renders a key as literals of the key columns' types, from the

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"math"
@@ -13,17 +14,22 @@ import (
 // A record is what a comparison keeps of one row, in memory and in the
 // spill files:
 //
-//	flags uint8 | mod int64 | version int64 | ordinal uint64 | hash [16]byte | key
+//	flags uint8 | mod int64 | [version int64] | [ordinal uvarint] | hash [16]byte | key
 //
-// The key is keyBytes of the key columns' values. Source records have no
-// version or ordinal.
-const recHeader = 1 + 8 + 8 + 8 + hashLen
+// The key is keyBytes of the key columns' values. A version or ordinal of
+// zero is not written (flagVersion, flagOrdinal say which are): source
+// records have neither, and spilling both sides is most of a reconcile's
+// I/O.
+const recHeader = 1 + 8 + hashLen
 
 const hashLen = 16
 
 const (
 	flagDeleted = 1 << iota
 	flagModNull
+	// Set in the spill files only: the fields written.
+	flagVersion
+	flagOrdinal
 )
 
 type record struct {
@@ -39,13 +45,34 @@ func (r *record) deleted() bool { return r.flags&flagDeleted != 0 }
 func (r *record) modNull() bool { return r.flags&flagModNull != 0 }
 
 func (r *record) append(dst []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(recHeader+len(r.key)))
-	dst = append(dst, r.flags)
+	flags, n := r.flags&^(flagVersion|flagOrdinal), recHeader+len(r.key)
+	if r.version != 0 {
+		flags |= flagVersion
+		n += 8
+	}
+	if r.ordinal != 0 {
+		flags |= flagOrdinal
+		n += uvarintLen(r.ordinal)
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	dst = append(dst, flags)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.mod))
-	dst = binary.BigEndian.AppendUint64(dst, uint64(r.version))
-	dst = binary.BigEndian.AppendUint64(dst, r.ordinal)
+	if flags&flagVersion != 0 {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(r.version))
+	}
+	if flags&flagOrdinal != 0 {
+		dst = binary.AppendUvarint(dst, r.ordinal)
+	}
 	dst = append(dst, r.hash[:]...)
 	return append(dst, r.key...)
+}
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
 }
 
 // parseRecord reads a record's body (without its length); key aliases b.
@@ -53,10 +80,29 @@ func parseRecord(b []byte) (record, error) {
 	if len(b) < recHeader {
 		return record{}, fmt.Errorf("read spilled record: %d bytes", len(b))
 	}
-	r := record{flags: b[0], mod: int64(binary.BigEndian.Uint64(b[1:])), version: int64(binary.BigEndian.Uint64(b[9:])),
-		ordinal: binary.BigEndian.Uint64(b[17:])}
-	copy(r.hash[:], b[25:25+hashLen])
-	r.key = b[recHeader:]
+	flags := b[0]
+	r := record{flags: flags &^ (flagVersion | flagOrdinal), mod: int64(binary.BigEndian.Uint64(b[1:]))}
+	b = b[9:]
+	if flags&flagVersion != 0 {
+		if len(b) < 8+hashLen {
+			return record{}, fmt.Errorf("read spilled record: truncated")
+		}
+		r.version = int64(binary.BigEndian.Uint64(b))
+		b = b[8:]
+	}
+	if flags&flagOrdinal != 0 {
+		o, n := binary.Uvarint(b)
+		if n <= 0 {
+			return record{}, fmt.Errorf("read spilled record: truncated")
+		}
+		r.ordinal = o
+		b = b[n:]
+	}
+	if len(b) < hashLen {
+		return record{}, fmt.Errorf("read spilled record: truncated")
+	}
+	copy(r.hash[:], b[:hashLen])
+	r.key = b[hashLen:]
 	return r, nil
 }
 
@@ -116,12 +162,13 @@ func appendValue(dst []byte, v parquet.Value) []byte {
 	}
 }
 
+var errTruncated = errors.New("decode key: truncated")
+
 // readValue decodes one value of appendValue's form, returning the rest.
 // Byte arrays alias b.
 func readValue(b []byte) (parquet.Value, []byte, error) {
-	truncated := fmt.Errorf("decode key: truncated")
 	if len(b) == 0 {
-		return parquet.Value{}, nil, truncated
+		return parquet.Value{}, nil, errTruncated
 	}
 	tag, b := b[0], b[1:]
 	if tag == tagNull {
@@ -134,7 +181,7 @@ func readValue(b []byte) (parquet.Value, []byte, error) {
 	if k == parquet.ByteArray || k == parquet.FixedLenByteArray {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || uint64(len(b)-n) < l {
-			return parquet.Value{}, nil, truncated
+			return parquet.Value{}, nil, errTruncated
 		}
 		p := b[n : n+int(l) : n+int(l)]
 		if k == parquet.FixedLenByteArray {
@@ -154,7 +201,7 @@ func readValue(b []byte) (parquet.Value, []byte, error) {
 		size = 12
 	}
 	if len(b) < size {
-		return parquet.Value{}, nil, truncated
+		return parquet.Value{}, nil, errTruncated
 	}
 	var v parquet.Value
 	switch k {
@@ -322,4 +369,22 @@ func keyHash(key []byte, seed uint64) uint64 {
 		h *= 1099511628211
 	}
 	return h
+}
+
+// modOf reads a record's modified-at from the appendValue form of the
+// modified-at column's value, as hasher.record takes it from the value.
+func modOf(form []byte) (mod int64, null bool, err error) {
+	switch {
+	case len(form) == 1 && form[0] == tagNull:
+		return math.MinInt64, true, nil
+	case len(form) == 5 && form[0] == kindTag(parquet.Int32):
+		return int64(int32(binary.BigEndian.Uint32(form[1:]))), false, nil
+	case len(form) == 9 && form[0] == kindTag(parquet.Int64):
+		return int64(binary.BigEndian.Uint64(form[1:])), false, nil
+	}
+	v, _, err := readValue(form)
+	if err != nil {
+		return 0, false, fmt.Errorf("read modified-at: %w", err)
+	}
+	return v.Int64(), false, nil
 }

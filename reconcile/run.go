@@ -22,7 +22,6 @@ import (
 	"github.com/highwater-dev/highwater/internal/pgsource"
 	"github.com/highwater-dev/highwater/manifest"
 	"github.com/highwater-dev/highwater/watermark"
-	"github.com/parquet-go/parquet-go"
 )
 
 type runner struct {
@@ -234,7 +233,7 @@ func (r *runner) partitionCount(share int64) int {
 	for _, f := range r.st.Files {
 		rows += f.Rows
 	}
-	est := 2 * rows * (recHeader + 24)
+	est := 2 * rows * (recHeader + 16 + 24)
 	n := 16
 	for n < 4096 && int64(n)*share/4 < est {
 		n *= 2
@@ -249,7 +248,9 @@ func (r *runner) compare(ctx context.Context) error {
 		judges = r.opts.judges
 	}
 	n := r.partitionCount(r.budget / int64(judges))
-	bufs := max(r.budget/4, 1<<20)
+	// While both sides are read, the spill buffers are most of what is
+	// held: half the budget each, so that a write moves more at a time.
+	bufs := max(r.budget/2, 1<<20)
 	srcParts, err := newPartitions(r.spill, "source", n, 0, bufs)
 	if err != nil {
 		return err
@@ -339,7 +340,7 @@ func (r *runner) judgeAll(ctx context.Context, src, lake *partitions, judges int
 			j := &judge{r: r, share: r.opts.share, judges: judges, c: &found[w]}
 			for {
 				i := int(next.Add(1) - 1)
-				if i >= len(src.files) {
+				if i >= src.count() {
 					return nil
 				}
 				if err := j.partition(gctx, src, lake, i, 0); err != nil {
@@ -599,17 +600,12 @@ func (r *runner) differ(c *comparison, kind int, s, l *record) error {
 func (r *runner) readSource(ctx context.Context, parts *partitions) error {
 	ks := r.src.NewKeyScanner(r.table, r.selectExprs())
 	ks.PageRows = r.opts.PageRows
-	h := &hasher{sh: &r.shape}
-	var row parquet.Row
+	h := newWireHasher(&r.shape, r.mapping)
 	var rec record
-	ncols := len(r.table.Columns) + 2
 	err := ks.Scan(ctx, pgsource.Window{From: r.window.fromLit, To: r.window.toLit}, func(sr *pgsource.Row) error {
-		var err error
-		if row, err = r.mapping.AppendRow(row, sr.Values, 0, false); err != nil {
-			return fmt.Errorf("convert row: %w", err)
+		if err := h.record(&rec, sr.Values); err != nil {
+			return err
 		}
-		h.record(&rec, row, ncols)
-		rec.version = 0
 		r.opts.Progress.Add(1)
 		if parts.rows%measureRows == 0 {
 			r.mem.measure()

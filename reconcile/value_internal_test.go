@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"encoding/binary"
 	"math"
 	"testing"
 
@@ -32,6 +33,37 @@ func TestValueRoundTrip(t *testing.T) {
 		for n := range len(b) {
 			if _, _, err := readValue(b[:n]); err == nil && n < len(b) && !(v.IsNull() && n == 1) {
 				t.Errorf("%v cut to %d of %d bytes: read without an error", v, n, len(b))
+			}
+		}
+	}
+}
+
+// TestRecordRoundTrip reads back every record as it was spilled, with and
+// without the fields that are left out when zero, and refuses a
+// truncated one.
+func TestRecordRoundTrip(t *testing.T) {
+	for _, r := range []record{
+		{key: []byte{1, 2}},
+		{flags: flagModNull | flagDeleted, mod: math.MinInt64, key: []byte("k")},
+		{flags: byte(kindChanged) << 4, mod: -1, version: 1_764_000_000_000_000, ordinal: 3<<36 | 12345, hash: [hashLen]byte{1, 15: 2}, key: []byte{9}},
+		{mod: 7, ordinal: 1},
+		{mod: 7, version: -5},
+	} {
+		b := r.append(nil)
+		l, n := binary.Uvarint(b)
+		if n <= 0 || int(l) != len(b)-n {
+			t.Fatalf("%+v: length %d of %d bytes", r, l, len(b)-n)
+		}
+		got, err := parseRecord(b[n:])
+		if err != nil {
+			t.Fatalf("%+v: %v", r, err)
+		}
+		if got.flags != r.flags || got.mod != r.mod || got.version != r.version || got.ordinal != r.ordinal || got.hash != r.hash || string(got.key) != string(r.key) {
+			t.Errorf("wrote %+v, read %+v", r, got)
+		}
+		for cut := n; cut < len(b)-len(r.key); cut++ {
+			if _, err := parseRecord(b[n:cut]); err == nil {
+				t.Errorf("%+v cut to %d bytes: read without an error", r, cut-n)
 			}
 		}
 	}

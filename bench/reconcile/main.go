@@ -4,19 +4,23 @@
 // throwaway cluster, runs `highwater export` (the real binary, as a
 // subprocess) into a file:// destination, then `highwater reconcile` of the
 // same model, and prints each one's wall time, CPU time (user and system,
-// of the child) and peak RSS (VmHWM of the child, sampled every 20 ms). It
-// prints figures; it asserts nothing.
+// of the child), the server's CPU time (its backends', pgtest.ServerCPU)
+// and peak RSS (VmHWM of the child, sampled every 20 ms). It prints
+// figures; it asserts nothing.
 //
 // The machine may be shared: -runs N alternates N full exports (each into
 // a fresh destination) with N reconciles of the last one and prints every
 // pair and the medians, so that both sides see the same load. CPU time is
 // the steadier figure under load; wall time is the one the target is for.
 //
-// -cpuprofile FILE also runs one more reconcile in a process that does
-// nothing else (the reconcile memhelper, built here) under runtime/pprof.
+// -cpuprofile FILE (default $HIGHWATER_BENCH_CPUPROFILE) also runs one
+// more reconcile in a process that does nothing else (the reconcile
+// memhelper, built here) under runtime/pprof.
 //
 // Usage: go run ./bench/reconcile [-bin bin/highwater] [-rows 5000000]
-// [-memory-limit 128MiB] [-runs 1] [-cpuprofile FILE]
+// [-memory-limit 128MiB] [-runs 1] [-cpuprofile FILE] [-reuse]. With
+// HIGHWATER_TEST_DATABASE_URL set, that server is used instead of a
+// throwaway cluster, and -reuse keeps its table t when it has -rows rows.
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,7 +51,8 @@ func main() {
 	rows := flag.Int("rows", 5_000_000, "rows of the table")
 	limit := flag.String("memory-limit", "128MiB", "reconcile's --memory-limit")
 	runs := flag.Int("runs", 1, "pairs of export and reconcile, alternated")
-	profile := flag.String("cpuprofile", "", "write a CPU profile of one more reconcile to `file`")
+	reuse := flag.Bool("reuse", false, "with "+pgtest.EnvURL+", keep the table t of an earlier run when it has -rows rows")
+	profile := flag.String("cpuprofile", os.Getenv("HIGHWATER_BENCH_CPUPROFILE"), "write a CPU profile of one more reconcile to `file` (default $HIGHWATER_BENCH_CPUPROFILE)")
 	flag.Parse()
 	if *rows <= 0 || *runs <= 0 {
 		fmt.Fprintln(os.Stderr, "reconcile-bench: -rows and -runs must be positive")
@@ -54,13 +60,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, *bin, *rows, *limit, *runs, *profile); err != nil {
+	if err := run(ctx, *bin, *rows, *limit, *runs, *reuse, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "reconcile-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, bin string, n int, limit string, runs int, profile string) error {
+func run(ctx context.Context, bin string, n int, limit string, runs int, reuse bool, profile string) error {
 	work, err := os.MkdirTemp("", "highwater-bench-*")
 	if err != nil {
 		return err
@@ -75,8 +81,21 @@ func run(ctx context.Context, bin string, n int, limit string, runs int, profile
 	if err != nil {
 		return err
 	}
+	var have int
+	if reuse && conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&have) == nil && have == n {
+		fmt.Printf("reusing the %d rows of t\n", n)
+	} else if err := load(ctx, conn, n); err != nil {
+		conn.Close(ctx)
+		return err
+	}
+	conn.Close(ctx)
+	return measureAll(ctx, srv, work, bin, n, limit, runs, profile)
+}
+
+// load fills t with n rows.
+func load(ctx context.Context, conn *pgx.Conn, n int) error {
 	t0 := time.Now()
-	_, err = conn.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS t;
+	_, err := conn.Exec(ctx, fmt.Sprintf(`DROP TABLE IF EXISTS t;
 		CREATE TABLE t (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, payload text, amount numeric(12,2));
 		INSERT INTO t SELECT g, '2026-01-01'::timestamptz + g * interval '1 ms', repeat(md5(g::text), 2)::varchar(50), g / 100.0
 		FROM generate_series(1, %d) g;
@@ -84,11 +103,19 @@ func run(ctx context.Context, bin string, n int, limit string, runs int, profile
 	if err == nil {
 		_, err = conn.Exec(ctx, "VACUUM ANALYZE t")
 	}
-	conn.Close(ctx)
 	if err != nil {
 		return fmt.Errorf("load the table: %w", err)
 	}
 	fmt.Printf("loaded %d rows in %.1fs\n", n, time.Since(t0).Seconds())
+	return nil
+}
+
+func measureAll(ctx context.Context, srv *pgtest.Server, work, bin string, n int, limit string, runs int, profile string) error {
+	scpu, err := pgtest.NewServerCPU(ctx, srv.URL)
+	if err != nil {
+		return err
+	}
+	defer scpu.Close(context.WithoutCancel(ctx))
 	var exps, recs []result
 	var dest string
 	for i := range runs {
@@ -96,21 +123,21 @@ func run(ctx context.Context, bin string, n int, limit string, runs int, profile
 		dest = filepath.Join(work, fmt.Sprintf("lake-%d", i))
 		model := []string{"--source", srv.URL, "--table", "public.t", "--primary-key", "id", "--modified-at", "updated_at",
 			"--dest", "file://" + dest, "--model", "t"}
-		exp, err := measure(ctx, bin, append([]string{"export"}, model...), 0)
+		exp, err := measure(ctx, scpu, bin, append([]string{"export"}, model...), 0)
 		if err != nil {
 			return err
 		}
-		rec, err := measure(ctx, bin, append(append([]string{"reconcile"}, model...), "--memory-limit", limit), 0)
+		rec, err := measure(ctx, scpu, bin, append(append([]string{"reconcile"}, model...), "--memory-limit", limit), 0)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("run %d: export %s; reconcile %s\n", i+1, exp, rec)
+		fmt.Printf("run %d (load average %s): export %s; reconcile %s\n", i+1, loadAverage(), exp, rec)
 		exps, recs = append(exps, exp), append(recs, rec)
 	}
 	exp, rec := median(exps), median(recs)
 	fmt.Printf("%d rows, median of %d: export %s; reconcile %s under --memory-limit %s\n", n, runs, exp, rec, limit)
-	fmt.Printf("reconcile / export: wall %.2f, cpu %.2f; worst reconcile peak RSS %.1f MiB\n",
-		rec.wall.Seconds()/exp.wall.Seconds(), rec.cpu.Seconds()/exp.cpu.Seconds(), float64(slices.MaxFunc(recs, func(a, b result) int { return int(a.hwm - b.hwm) }).hwm)/mib)
+	fmt.Printf("reconcile / export: wall %.2f, cpu %.2f, server cpu %.2f; worst reconcile peak RSS %.1f MiB\n",
+		rec.wall.Seconds()/exp.wall.Seconds(), rec.cpu.Seconds()/exp.cpu.Seconds(), rec.server.Seconds()/exp.server.Seconds(), float64(slices.MaxFunc(recs, func(a, b result) int { return int(a.hwm - b.hwm) }).hwm)/mib)
 	fmt.Println("targets: reconcile no slower than the full export; peak RSS under 150 MiB")
 	if profile != "" {
 		return cpuProfile(ctx, srv.URL, "file://"+dest, limit, profile)
@@ -145,11 +172,25 @@ func cpuProfile(ctx context.Context, source, dest, limit, file string) error {
 
 type result struct {
 	wall, cpu time.Duration
+	server    time.Duration // the server's CPU time
 	hwm       int64
 }
 
 func (r result) String() string {
-	return fmt.Sprintf("wall %.2fs, cpu %.2fs, peak RSS %.1f MiB", r.wall.Seconds(), r.cpu.Seconds(), float64(r.hwm)/mib)
+	return fmt.Sprintf("wall %.2fs, cpu %.2fs, server cpu %.2fs, peak RSS %.1f MiB", r.wall.Seconds(), r.cpu.Seconds(), r.server.Seconds(), float64(r.hwm)/mib)
+}
+
+// loadAverage is the first three fields of /proc/loadavg.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // median takes each figure's median on its own.
@@ -163,11 +204,16 @@ func median(rs []result) result {
 		return v[len(v)/2]
 	}
 	return result{wall: time.Duration(mid(func(r result) int64 { return int64(r.wall) })),
-		cpu: time.Duration(mid(func(r result) int64 { return int64(r.cpu) })), hwm: mid(func(r result) int64 { return r.hwm })}
+		cpu:    time.Duration(mid(func(r result) int64 { return int64(r.cpu) })),
+		server: time.Duration(mid(func(r result) int64 { return int64(r.server) })), hwm: mid(func(r result) int64 { return r.hwm })}
 }
 
 // measure runs the binary once; exit codes other than want fail.
-func measure(ctx context.Context, bin string, args []string, want int) (result, error) {
+func measure(ctx context.Context, scpu *pgtest.ServerCPU, bin string, args []string, want int) (result, error) {
+	s0, err := scpu.Reaped(ctx)
+	if err != nil {
+		return result{}, fmt.Errorf("read the server's CPU time: %w", err)
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -176,10 +222,15 @@ func measure(ctx context.Context, bin string, args []string, want int) (result, 
 		return result{}, err
 	}
 	stop := memstat.Sample(cmd.Process.Pid, 20*time.Millisecond)
-	err := cmd.Wait()
+	err = cmd.Wait()
 	r := result{wall: time.Since(t0), hwm: stop(), cpu: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	if code := cmd.ProcessState.ExitCode(); code != want {
 		return r, fmt.Errorf("highwater %s: exit %d (%v)\n%s%s", args[0], code, err, stdout.String(), stderr.String())
 	}
+	s1, err := scpu.Reaped(ctx)
+	if err != nil {
+		return r, fmt.Errorf("read the server's CPU time: %w", err)
+	}
+	r.server = s1 - s0
 	return r, nil
 }
