@@ -109,7 +109,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 		tmp.Close()
 		os.Remove(tmp.Name())
 	}()
-	if _, err := io.Copy(tmp, ctxReader{ctx, r}); err != nil {
+	// One system call per chunk of copyBuffer bytes rather than per 32 KiB,
+	// which os.File's own ReadFrom copies a pipe in.
+	if _, err := io.CopyBuffer(onlyWriter{tmp}, ctxReader{ctx, r}, make([]byte, copyBuffer)); err != nil {
 		return fmt.Errorf("put %s: %w", key, classify(err))
 	}
 	if err := tmp.Sync(); err != nil {
@@ -306,6 +308,13 @@ func classify(err error) error {
 	}
 	return err
 }
+
+// copyBuffer is the size of the writes that Put makes.
+const copyBuffer = 1 << 20
+
+// onlyWriter hides a writer's ReadFrom, so that io.CopyBuffer uses its
+// buffer.
+type onlyWriter struct{ io.Writer }
 
 // ctxReader stops a long copy when the context is cancelled.
 type ctxReader struct {
