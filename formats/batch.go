@@ -52,8 +52,16 @@ func (b *Batch) Len() int { return b.rows }
 // the arena, which it lets go: a batch that once held a 50 MiB value must
 // not keep it.
 func (b *Batch) Reset() {
+	// The values of the arena's blocks may stay behind the columns'
+	// lengths, since the blocks are kept; clearing them costs as much as
+	// writing them. Only a value made on its own must not be kept alive.
+	loose := b.arena.loose
 	for i := range b.cols {
-		clear(b.cols[i])
+		if loose {
+			// To the capacity: a row that failed leaves its values
+			// past the length.
+			clear(b.cols[i][:cap(b.cols[i])])
+		}
 		b.cols[i] = b.cols[i][:0]
 		if b.starts[i] != nil {
 			b.starts[i] = b.starts[i][:1]

@@ -32,12 +32,16 @@ type arena struct {
 	reuse  bool
 	blocks [][]byte // with reuse: every block made, in order
 	next   int      // with reuse: the first block not handed out since reset
+	// loose: a value too large for a block was made on its own since
+	// reset, and only the values that point at it keep it.
+	loose bool
 }
 
 const arenaBlock = 64 << 10
 
 func (a *arena) alloc(n int) []byte {
 	if n > arenaBlock/4 {
+		a.loose = true
 		return make([]byte, n)
 	}
 	if cap(a.buf)-len(a.buf) < n {
@@ -60,7 +64,7 @@ func (a *arena) block() []byte {
 }
 
 // reset makes every block of a reusing arena free again.
-func (a *arena) reset() { a.buf, a.next = nil, 0 }
+func (a *arena) reset() { a.buf, a.next, a.loose = nil, 0, false }
 
 func (a *arena) copy(b []byte) []byte {
 	d := a.alloc(len(b))

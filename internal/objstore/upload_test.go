@@ -1,6 +1,7 @@
 package objstore_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -161,4 +162,62 @@ func TestUploadStoreError(t *testing.T) {
 			t.Fatalf("existing object after a refused upload: %q, %v", got, err)
 		}
 	})
+}
+
+// readSizes is a mem bucket whose Put records the size of each read it
+// makes from the upload, with a buffer larger than any chunk.
+type readSizes struct {
+	*mem.Bucket
+	sizes []int
+}
+
+func (b *readSizes) Put(ctx context.Context, key string, r io.Reader, opts objstore.PutOptions) error {
+	var data []byte
+	buf := make([]byte, 4<<20)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			b.sizes = append(b.sizes, n)
+			data = append(data, buf[:n]...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return b.Bucket.Put(ctx, key, bytes.NewReader(data), opts)
+}
+
+// An encoder writes in pieces of a few KiB; the store reads them gathered
+// into chunks of 1 MiB, each a handoff between goroutines and, for the
+// file store, one system call, instead of one per piece.
+func TestUploadGathersWrites(t *testing.T) {
+	b := &readSizes{Bucket: mem.New()}
+	u := objstore.NewUpload(context.Background(), b, "m/data/r/a/part-000001.parquet", objstore.PutOptions{})
+	const n, piece = 3<<20 + 17, 32 << 10
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	for rest := data; len(rest) > 0; {
+		k := min(len(rest), piece)
+		if _, err := u.Write(rest[:k]); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[k:]
+	}
+	if _, _, err := u.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := objstore.ReadAll(context.Background(), b, "m/data/r/a/part-000001.parquet")
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("stored %d bytes (%v), want the %d written", len(got), err, n)
+	}
+	for i, s := range b.sizes[:len(b.sizes)-1] {
+		if s < 1<<20 {
+			t.Fatalf("read %d of the store took %d bytes, want chunks of at least 1 MiB (reads: %v)", i, s, b.sizes)
+		}
+	}
 }

@@ -109,7 +109,9 @@ func (b *Bucket) Put(ctx context.Context, key string, r io.Reader, opts objstore
 		tmp.Close()
 		os.Remove(tmp.Name())
 	}()
-	if _, err := io.Copy(tmp, ctxReader{ctx, r}); err != nil {
+	// One system call per chunk of copyBuffer bytes rather than per 32 KiB,
+	// which os.File's own ReadFrom copies a pipe in.
+	if _, err := io.CopyBuffer(&writeback{f: tmp}, ctxReader{ctx, r}, make([]byte, copyBuffer)); err != nil {
 		return fmt.Errorf("put %s: %w", key, classify(err))
 	}
 	if err := tmp.Sync(); err != nil {
@@ -305,6 +307,37 @@ func classify(err error) error {
 		return fmt.Errorf("%w: %w", objstore.ErrPermanent, err)
 	}
 	return err
+}
+
+// copyBuffer is the size of the writes that Put makes.
+const copyBuffer = 1 << 20
+
+// writebackChunk is how many bytes written make writeback start them.
+const writebackChunk = 2 << 20
+
+// writeback writes to a file and has the kernel start writing each
+// writebackChunk to disk once it is complete, so that the Sync that ends
+// Put waits for the last chunk, not for the whole object: the sync of a
+// 60 MB Parquet file took a tenth of a second, all of it after the last
+// byte, while the export that writes it waits for its checkpoint. As a
+// plain writer it also hides the file's ReadFrom, so that io.CopyBuffer
+// uses its buffer.
+type writeback struct {
+	f       *os.File
+	written int64
+	started int64 // the bytes before this offset are written back or being
+}
+
+func (w *writeback) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	w.written += int64(n)
+	if w.written-w.started >= writebackChunk {
+		// A hint: the Sync after the copy reports any error of writing
+		// these bytes back, and waits for them.
+		startWriteback(w.f, w.started, w.written-w.started)
+		w.started = w.written
+	}
+	return n, err
 }
 
 // ctxReader stops a long copy when the context is cancelled.
