@@ -365,7 +365,7 @@ type sizeResult struct {
 	files         int
 	exportUserCPU time.Duration
 	exportSysCPU  time.Duration
-	// The server's CPU time (serverCPU), the least of the rounds: COPY's
+	// The server's CPU time (pgtest.ServerCPU), the least of the rounds: COPY's
 	// and the export's.
 	copyServerCPU, exportServerCPU time.Duration
 }
@@ -379,13 +379,13 @@ func measureSize(ctx context.Context, cfg config, dbURL string, n int) (sizeResu
 	if _, err := copyReference(ctx, dbURL); err != nil {
 		return r, err
 	}
-	scpu, err := newServerCPU(ctx, dbURL)
+	scpu, err := pgtest.NewServerCPU(ctx, dbURL)
 	if err != nil {
 		return r, err
 	}
-	defer scpu.close(context.WithoutCancel(ctx))
+	defer scpu.Close(context.WithoutCancel(ctx))
 	for i := 0; i < max(cfg.repeat, 1); i++ {
-		s0, err := scpu.reaped(ctx)
+		s0, err := scpu.Reaped(ctx)
 		if err != nil {
 			return r, err
 		}
@@ -393,7 +393,7 @@ func measureSize(ctx context.Context, cfg config, dbURL string, n int) (sizeResu
 		if err != nil {
 			return r, err
 		}
-		s1, err := scpu.reaped(ctx)
+		s1, err := scpu.Reaped(ctx)
 		if err != nil {
 			return r, err
 		}
@@ -409,7 +409,7 @@ func measureSize(ctx context.Context, cfg config, dbURL string, n int) (sizeResu
 		if err != nil {
 			return r, err
 		}
-		s2, err := scpu.reaped(ctx)
+		s2, err := scpu.Reaped(ctx)
 		if err != nil {
 			return r, err
 		}
