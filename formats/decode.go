@@ -80,24 +80,10 @@ func (m *Mapping) AppendRow(dst parquet.Row, values [][]byte, version int64, del
 		return dst, fmt.Errorf("append row: got %d values for %d columns", len(values), len(m.cols))
 	}
 	row := dst[:0]
-	var err error
 	for i := range m.cols {
-		c := &m.cols[i]
-		b := values[i]
-		switch {
-		case c.list:
-			row, err = appendList(row, &m.arena, c, i, b)
-			if err != nil {
-				return dst, err
-			}
-		case b == nil:
-			row = append(row, parquet.Value{}.Level(0, 0, i))
-		default:
-			v, err := decode(&m.arena, c, b)
-			if err != nil {
-				return dst, err
-			}
-			row = append(row, v.Level(0, 1, i))
+		var err error
+		if row, err = m.AppendColumn(row, i, values[i]); err != nil {
+			return dst, err
 		}
 	}
 	n := len(m.cols)
