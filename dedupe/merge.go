@@ -43,6 +43,7 @@ type merger struct {
 	next      atomic.Int64 // the next bucket of todo to claim
 	dropped   atomic.Int64
 	runs      atomic.Int64
+	spilled   atomic.Int64
 }
 
 func (r *runner) newMerger(ctx context.Context, w *work, p *partitioner, runID string) (*merger, error) {
@@ -110,7 +111,8 @@ func (m *merger) merge(ctx context.Context) (*outputs, error) {
 	// Commit the files in bucket order, as one worker would have.
 	slices.SortStableFunc(all.files, func(a, b manifest.File) int { return cmp.Compare(*a.Bucket, *b.Bucket) })
 	stats.dropped = m.dropped.Load()
-	stats.sortRuns = int(m.runs.Load())
+	stats.sortRuns += int(m.runs.Load())
+	stats.spilled += m.spilled.Load()
 	return all, nil
 }
 
@@ -131,7 +133,7 @@ func (m *merger) newOutputs(ctx context.Context, enc *encoders) *outputs {
 // lane merges buckets one at a time into out until none is left.
 func (m *merger) lane(ctx context.Context, out *outputs) error {
 	srt := &sorter{dir: m.p.dir, budget: m.r.budget.sortBytes / int64(m.lanes), par: m.window}
-	defer func() { m.runs.Add(int64(srt.runsWritten)) }()
+	defer func() { m.runs.Add(int64(srt.runsWritten)); m.spilled.Add(srt.spilled) }()
 	for ctx.Err() == nil {
 		i := int(m.next.Add(1)) - 1
 		if i >= len(m.todo) {
@@ -140,7 +142,15 @@ func (m *merger) lane(ctx context.Context, out *outputs) error {
 		b := m.todo[i]
 		// The bucket's files are one sorted run already.
 		run := m.p.bucketRun(ctx, b)
-		err := srt.run(m.p.parts.files[b], m.p.parts.bytes[b], []recSource{run}, func(rec []byte) error { return m.emit(out, b, rec) })
+		emit := func(rec []byte) error { return m.emit(out, b, rec) }
+		var err error
+		if m.p.sorted != nil {
+			// The partition stage sorted the runs: merge the bucket's
+			// segments.
+			err = srt.mergeRuns(m.p.sorted.segments(b), []recSource{run}, emit)
+		} else {
+			err = srt.run(m.p.parts.files[b], m.p.parts.bytes[b], []recSource{run}, emit)
+		}
 		run.close()
 		if err == nil {
 			err = out.endBucket()
