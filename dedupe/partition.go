@@ -190,10 +190,12 @@ func (s *schedule) claim(ctx context.Context, p *partitioner) (*opened, int, err
 	s.mu.Lock()
 	for len(s.queue) > 0 {
 		o := s.queue[0]
-		if o.next < len(o.firsts) {
+		if g := o.next; g < len(o.firsts) {
+			// g, not o.next after the unlock: another worker may have
+			// claimed the next row group by then.
 			o.next++
 			s.mu.Unlock()
-			return o, o.next - 1, nil
+			return o, g, nil
 		}
 		s.queue = s.queue[1:]
 	}
