@@ -75,70 +75,82 @@ func (p *presorted) close() {
 	p.runs = nil
 }
 
-// runBuilder is a partition worker's sort run being filled.
+// runBuilder is a partition worker's sort run being filled: the records
+// of every bucket in one arena, the sort entries of each bucket apart.
+// Each bucket's entries take at most their share of the entries' budget
+// (and a little more: the hash spreads the records evenly); a bucket whose
+// share is full writes the run out early.
 type runBuilder struct {
 	p       *partitioner
-	s       sorter // its arena and entries; one chunk, sorted by this worker
+	s       sorter // its arena; one chunk at a time, sorted by this worker
 	arena   int    // the arena's most bytes
-	maxEnts int
-	rows    []int64 // of each bucket, since the last run
+	ents    [][]sortEnt
+	maxEnts int // of one bucket
 }
 
 func newRunBuilder(p *partitioner, budget int64) *runBuilder {
+	buckets := p.w.layout.Buckets
 	return &runBuilder{p: p, s: sorter{dir: p.dir, budget: budget, par: 1},
-		arena: int(arenaBytes(budget)), maxEnts: maxEntries(budget), rows: make([]int64, p.w.layout.Buckets)}
+		arena: int(arenaBytes(budget)), ents: make([][]sortEnt, buckets),
+		maxEnts: max(1024, maxEntries(budget)*9/8/buckets)}
 }
 
 // add copies the record of bucket b into the run, and writes the run out
 // first when the record does not fit.
 func (rb *runBuilder) add(b int, rec []byte) error {
 	s := &rb.s
-	if (len(s.arena)+len(rec) > rb.arena || len(s.offs) >= rb.maxEnts) && len(s.offs) > 0 {
+	if len(s.arena)+len(rec) > rb.arena || len(rb.ents[b]) >= rb.maxEnts {
 		if err := rb.flush(); err != nil {
 			return err
 		}
 	}
 	start := len(s.arena)
-	// Grow by doubling up to the share, not past it as append would.
+	// Grow by doubling up to the budget, not past it as append would.
 	if start+len(rec) > cap(s.arena) {
-		s.arena = slices.Grow(s.arena, min(max(2*cap(s.arena), 64<<10), rb.arena)-start)
+		s.arena = slices.Grow(s.arena, max(min(2*cap(s.arena), rb.arena), 64<<10, start+len(rec))-start)
 	}
-	if len(s.offs) == cap(s.offs) {
-		s.offs = slices.Grow(s.offs, min(max(2*cap(s.offs), 1024), rb.maxEnts)-len(s.offs))
+	e := rb.ents[b]
+	if len(e) == cap(e) {
+		e = slices.Grow(e, min(max(2*cap(e), 256), rb.maxEnts)-len(e))
 	}
 	s.arena = append(s.arena, rec...)
-	s.offs = append(s.offs, newSortEnt(rec, start|b<<bucketShift))
-	rb.rows[b]++
+	rb.ents[b] = append(e, newSortEnt(rec, start))
 	return nil
 }
 
 // flush sorts the run and writes its winners, bucket after bucket.
 func (rb *runBuilder) flush() error {
 	s := &rb.s
-	if len(s.offs) == 0 {
+	if len(s.arena) == 0 {
 		return nil
 	}
-	s.sortArena()
 	f, err := s.dir.create("run")
 	if err != nil {
 		return err
 	}
-	buckets := rb.p.w.layout.Buckets
+	buckets := len(rb.ents)
 	run := &bucketedRun{f: f, at: make([]int64, buckets+1)}
+	rows := make([]int64, buckets)
 	w := bufio.NewWriterSize(f, 256<<10)
 	var pos int64
-	cur := 0 // the bucket being written; segments before it are done
-	err = s.winnersBy(func(b int, rec []byte) error {
-		for ; cur < b; cur++ {
-			run.at[cur+1] = pos
+	for b, e := range rb.ents {
+		run.at[b] = pos
+		rows[b] = int64(len(e))
+		if len(e) == 0 {
+			continue
 		}
-		pos += int64(len(rec))
-		_, err := w.Write(rec)
-		return err
-	})
-	for ; cur < buckets; cur++ {
-		run.at[cur+1] = pos
+		s.chunks = s.sortChunk(e)
+		err = s.winners(func(rec []byte) error {
+			pos += int64(len(rec))
+			_, err := w.Write(rec)
+			return err
+		})
+		if err != nil {
+			break
+		}
+		rb.ents[b] = e[:0]
 	}
+	run.at[buckets] = pos
 	if err == nil {
 		err = w.Flush()
 	}
@@ -147,19 +159,18 @@ func (rb *runBuilder) flush() error {
 		os.Remove(f.Name())
 		return fmt.Errorf("write sort run: %w", err)
 	}
-	s.arena, s.offs = s.arena[:0], s.offs[:0]
+	s.arena = s.arena[:0]
 	p := rb.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sorted.runs = append(p.sorted.runs, run)
 	p.stats.sortRuns++
 	p.stats.spilled += pos
-	for b, n := range rb.rows {
+	for b, n := range rows {
 		p.parts.rows[b] += n
-		rb.rows[b] = 0
 	}
 	return nil
 }
 
 // release frees the run's memory for the merge.
-func (rb *runBuilder) release() { rb.s.arena, rb.s.offs = nil, nil }
+func (rb *runBuilder) release() { rb.s.arena, rb.ents = nil, nil }

@@ -293,20 +293,11 @@ func (s *sorter) fill(in *recordReader, maxEnts int) (eof bool, err error) {
 // sortEnt is one record of the arena with the first 24 bytes of its sort
 // key: most comparisons end within them (an integer key, modified-at and
 // most of the version), so they rarely touch the arena, whose records are
-// scattered in memory. Its off is the record's offset in the arena, above
-// which (bucketShift) a run of several buckets keeps the record's bucket,
-// compared first.
+// scattered in memory.
 type sortEnt struct {
 	k0, k1, k2 uint64
 	off        int
 }
-
-const (
-	bucketShift = 48
-	offMask     = 1<<bucketShift - 1
-)
-
-func (e sortEnt) bucket() int { return e.off >> bucketShift }
 
 func newSortEnt(rec []byte, off int) sortEnt {
 	k := recSort(rec)
@@ -322,24 +313,46 @@ const minChunk = 16 << 10
 func (s *sorter) sortArena() {
 	n := len(s.offs)
 	p := max(1, min(s.par, n/minChunk))
-	s.chunks = s.chunks[:0]
+	sorted := make([][][]sortEnt, p)
 	var wg sync.WaitGroup
 	for i := range p {
 		c := s.offs[n*i/p : n*(i+1)/p]
-		s.chunks = append(s.chunks, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slices.SortFunc(c, s.compare)
-		}()
+		wg.Go(func() { sorted[i] = s.sortChunk(c) })
 	}
 	wg.Wait()
+	s.chunks = s.chunks[:0]
+	for _, cs := range sorted {
+		s.chunks = append(s.chunks, cs...)
+	}
+}
+
+// maxNatural is the most stretches already in order that a chunk is left
+// in, for winners to merge, rather than sorted.
+const maxNatural = 4
+
+// sortChunk sorts c, or splits it into the few stretches already in key
+// order that it is made of: a worker's records come a row group at a
+// time, and an export's row groups often hold their keys in order (a key
+// that grows with the modified-at, as serial ids do), so a run is then a
+// handful of sorted stretches, merged as they are emitted at the cost of
+// one pass.
+func (s *sorter) sortChunk(c []sortEnt) [][]sortEnt {
+	var parts [][]sortEnt
+	start := 0
+	for i := 1; i < len(c); i++ {
+		if s.compare(c[i-1], c[i]) > 0 {
+			if len(parts) == maxNatural-1 {
+				slices.SortFunc(c, s.compare)
+				return [][]sortEnt{c}
+			}
+			parts = append(parts, c[start:i])
+			start = i
+		}
+	}
+	return append(parts, c[start:])
 }
 
 func (s *sorter) compare(x, y sortEnt) int {
-	if c := cmp.Compare(x.off>>bucketShift, y.off>>bucketShift); c != 0 {
-		return c
-	}
 	if c := cmp.Compare(x.k0, y.k0); c != 0 {
 		return c
 	}
@@ -349,7 +362,7 @@ func (s *sorter) compare(x, y sortEnt) int {
 	if c := cmp.Compare(x.k2, y.k2); c != 0 {
 		return c
 	}
-	return bytes.Compare(recSort(s.arena[x.off&offMask:]), recSort(s.arena[y.off&offMask:]))
+	return bytes.Compare(recSort(s.arena[x.off:]), recSort(s.arena[y.off:]))
 }
 
 // winners emits the first record of each key from the sorted chunks,
@@ -357,11 +370,6 @@ func (s *sorter) compare(x, y sortEnt) int {
 // record's position in the input), so the order is the one a single sort
 // gives.
 func (s *sorter) winners(emit func(rec []byte) error) error {
-	return s.winnersBy(func(_ int, rec []byte) error { return emit(rec) })
-}
-
-// winnersBy is winners, naming each record's bucket.
-func (s *sorter) winnersBy(emit func(bucket int, rec []byte) error) error {
 	chunks := s.chunks
 	var prev []byte
 	for {
@@ -376,15 +384,14 @@ func (s *sorter) winnersBy(emit func(bucket int, rec []byte) error) error {
 		}
 		e := chunks[best][0]
 		chunks[best] = chunks[best][1:]
-		rec := s.arena[e.off&offMask:]
+		rec := s.arena[e.off:]
 		rec = rec[:recLen(rec)]
 		k := recKey(rec)
-		// Equal keys hash to one bucket: a key never spans two.
 		if prev != nil && bytes.Equal(k, prev) {
 			continue
 		}
 		prev = k
-		if err := emit(e.bucket(), rec); err != nil {
+		if err := emit(rec); err != nil {
 			return err
 		}
 	}
