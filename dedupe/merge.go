@@ -33,6 +33,9 @@ type merger struct {
 	window int // row groups of one bucket in the encoders at once
 	codecs *codecs
 	schema *parquet.Schema // of the outputs, nil without inputs
+	// schemaID is the inputs' schema: read once before the lanes start,
+	// since the lanes' bucket files join the inputs as they are opened.
+	schemaID string
 	// rowGroup is the raw bytes of one output row group; maxGroups rolls a
 	// file at that many row groups.
 	rowGroup  int64
@@ -65,6 +68,9 @@ func (r *runner) newMerger(ctx context.Context, w *work, p *partitioner, runID s
 	}
 	if p.schema != nil {
 		m.schema = parquet.NewSchema(p.schema.Name(), withCodec(p.schema, m.codecs))
+	}
+	if len(p.stats.inputs) > 0 {
+		m.schemaID = p.stats.inputs[0].SchemaID
 	}
 	// The row group share holds the raw bytes of, per bucket, the row
 	// group being filled and those in the encoders; these hold as much
@@ -124,9 +130,7 @@ func (m *merger) newOutputs(ctx context.Context, enc *encoders) *outputs {
 		enc: enc, window: m.window, gate: m.gate, maxGroups: m.maxGroups,
 		kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: m.runID, manifest.MetaKind: manifest.KindDedupe,
 			manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
-	if inputs := m.p.stats.inputs; len(inputs) > 0 {
-		o.schemaID = inputs[0].SchemaID
-	}
+	o.schemaID = m.schemaID
 	return o
 }
 
