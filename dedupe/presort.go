@@ -78,8 +78,8 @@ func (p *presorted) close() {
 // runBuilder is a partition worker's sort run being filled: the records
 // of every bucket in one arena, the sort entries of each bucket apart.
 // Each bucket's entries take at most their share of the entries' budget
-// (and a little more: the hash spreads the records evenly); a bucket whose
-// share is full writes the run out early.
+// (the hash spreads the records evenly); a bucket whose share is full
+// writes the run out early.
 type runBuilder struct {
 	p       *partitioner
 	s       sorter // its arena; one chunk at a time, sorted by this worker
@@ -92,7 +92,7 @@ func newRunBuilder(p *partitioner, budget int64) *runBuilder {
 	buckets := p.w.layout.Buckets
 	return &runBuilder{p: p, s: sorter{dir: p.dir, budget: budget, par: 1},
 		arena: int(arenaBytes(budget)), ents: make([][]sortEnt, buckets),
-		maxEnts: max(1024, maxEntries(budget)*9/8/buckets)}
+		maxEnts: max(1024, maxEntries(budget)/buckets)}
 }
 
 // add copies the record of bucket b into the run, and writes the run out
