@@ -33,6 +33,9 @@ type merger struct {
 	window int // row groups of one bucket in the encoders at once
 	codecs *codecs
 	schema *parquet.Schema // of the outputs, nil without inputs
+	// schemaID is the inputs' schema: read once before the lanes start,
+	// since the lanes' bucket files join the inputs as they are opened.
+	schemaID string
 	// rowGroup is the raw bytes of one output row group; maxGroups rolls a
 	// file at that many row groups.
 	rowGroup  int64
@@ -43,6 +46,7 @@ type merger struct {
 	next      atomic.Int64 // the next bucket of todo to claim
 	dropped   atomic.Int64
 	runs      atomic.Int64
+	spilled   atomic.Int64
 }
 
 func (r *runner) newMerger(ctx context.Context, w *work, p *partitioner, runID string) (*merger, error) {
@@ -64,6 +68,9 @@ func (r *runner) newMerger(ctx context.Context, w *work, p *partitioner, runID s
 	}
 	if p.schema != nil {
 		m.schema = parquet.NewSchema(p.schema.Name(), withCodec(p.schema, m.codecs))
+	}
+	if len(p.stats.inputs) > 0 {
+		m.schemaID = p.stats.inputs[0].SchemaID
 	}
 	// The row group share holds the raw bytes of, per bucket, the row
 	// group being filled and those in the encoders; these hold as much
@@ -110,7 +117,8 @@ func (m *merger) merge(ctx context.Context) (*outputs, error) {
 	// Commit the files in bucket order, as one worker would have.
 	slices.SortStableFunc(all.files, func(a, b manifest.File) int { return cmp.Compare(*a.Bucket, *b.Bucket) })
 	stats.dropped = m.dropped.Load()
-	stats.sortRuns = int(m.runs.Load())
+	stats.sortRuns += int(m.runs.Load())
+	stats.spilled += m.spilled.Load()
 	return all, nil
 }
 
@@ -122,16 +130,14 @@ func (m *merger) newOutputs(ctx context.Context, enc *encoders) *outputs {
 		enc: enc, window: m.window, gate: m.gate, maxGroups: m.maxGroups,
 		kv: map[string]string{manifest.MetaModel: r.opts.Model, manifest.MetaRunID: m.runID, manifest.MetaKind: manifest.KindDedupe,
 			manifest.MetaFormatVersion: fmt.Sprint(manifest.FormatVersion)}}
-	if inputs := m.p.stats.inputs; len(inputs) > 0 {
-		o.schemaID = inputs[0].SchemaID
-	}
+	o.schemaID = m.schemaID
 	return o
 }
 
 // lane merges buckets one at a time into out until none is left.
 func (m *merger) lane(ctx context.Context, out *outputs) error {
 	srt := &sorter{dir: m.p.dir, budget: m.r.budget.sortBytes / int64(m.lanes), par: m.window}
-	defer func() { m.runs.Add(int64(srt.runsWritten)) }()
+	defer func() { m.runs.Add(int64(srt.runsWritten)); m.spilled.Add(srt.spilled) }()
 	for ctx.Err() == nil {
 		i := int(m.next.Add(1)) - 1
 		if i >= len(m.todo) {
@@ -140,7 +146,15 @@ func (m *merger) lane(ctx context.Context, out *outputs) error {
 		b := m.todo[i]
 		// The bucket's files are one sorted run already.
 		run := m.p.bucketRun(ctx, b)
-		err := srt.run(m.p.parts.files[b], m.p.parts.bytes[b], []recSource{run}, func(rec []byte) error { return m.emit(out, b, rec) })
+		emit := func(rec []byte) error { return m.emit(out, b, rec) }
+		var err error
+		if m.p.sorted != nil {
+			// The partition stage sorted the runs: merge the bucket's
+			// segments.
+			err = srt.mergeRuns(m.p.sorted.segments(b), []recSource{run}, emit)
+		} else {
+			err = srt.run(m.p.parts.files[b], m.p.parts.bytes[b], []recSource{run}, emit)
+		}
 		run.close()
 		if err == nil {
 			err = out.endBucket()

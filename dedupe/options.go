@@ -58,6 +58,10 @@ type Options struct {
 	// ("dedupe-before-commit", "dedupe-after-commit"). A test makes it
 	// kill the process, or panic, there.
 	Failpoint func(name string)
+
+	// noPresort makes the partition stage spill by bucket whatever the
+	// layout, for the tests that compare both ways.
+	noPresort bool
 }
 
 func (o *Options) setDefaults() {

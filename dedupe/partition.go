@@ -14,17 +14,20 @@ import (
 )
 
 // partitioner is the first stage: it decodes the rows of the input files
-// into records and appends each to its bucket's spill file. Input files are
-// decoded on every core, row group by row group so that one large file
-// keeps every core busy too.
+// into records and appends each to its bucket's spill file, or with few
+// buckets sorts them into runs (presort.go). Input files are decoded on
+// every core, row group by row group so that one large file keeps every
+// core busy too.
 type partitioner struct {
 	r     *runner
 	w     *work
 	dir   *spillDir
 	parts *partitions
+	// sorted, when set, takes the records as sorted runs instead of parts.
+	sorted *presorted
 
-	// mu guards what the workers share: the schema, the stats and the
-	// spill files, which take records in batches.
+	// mu guards what the workers share: the schema, the stats, the sorted
+	// runs and the spill files, which take records in batches.
 	mu     sync.Mutex
 	schema *parquet.Schema
 	sh     *shape
@@ -76,7 +79,9 @@ func (p *partitioner) readAll(ctx context.Context, jobs []job) error {
 	}
 	s := &schedule{jobs: jobs}
 	g, gctx := errgroup.WithContext(ctx)
-	for range max(1, min(p.r.workers(), len(jobs))) {
+	// Every worker, however few the files: their row groups are claimed
+	// one at a time.
+	for range p.r.workers() {
 		g.Go(func() error { return p.work(gctx, s) })
 	}
 	err := g.Wait()
@@ -92,12 +97,19 @@ func (p *partitioner) readAll(ctx context.Context, jobs []job) error {
 // work is one worker: it reads row groups until none is left.
 func (p *partitioner) work(ctx context.Context, s *schedule) error {
 	rd := &groupReader{p: p, batch: &recBatch{offs: []int{0}}}
+	if p.sorted != nil {
+		rd.run = newRunBuilder(p, p.r.budget.sortBytes/int64(p.r.workers()))
+		defer rd.run.release()
+	}
 	for ctx.Err() == nil {
 		o, g, err := s.claim(ctx, p)
 		if err != nil {
 			return err
 		}
 		if o == nil {
+			if rd.run != nil {
+				return rd.run.flush()
+			}
 			return nil
 		}
 		if len(o.firsts) > 0 {
@@ -146,6 +158,7 @@ func (p *partitioner) flush(batch *recBatch) error {
 		}
 	}
 	p.stats.inputRows += int64(len(batch.buckets))
+	p.stats.spilled += int64(len(batch.data))
 	p.r.opts.Progress.Add(int64(len(batch.buckets)))
 	batch.reset()
 	return nil
@@ -177,10 +190,12 @@ func (s *schedule) claim(ctx context.Context, p *partitioner) (*opened, int, err
 	s.mu.Lock()
 	for len(s.queue) > 0 {
 		o := s.queue[0]
-		if o.next < len(o.firsts) {
+		if g := o.next; g < len(o.firsts) {
+			// g, not o.next after the unlock: another worker may have
+			// claimed the next row group by then.
 			o.next++
 			s.mu.Unlock()
-			return o, o.next - 1, nil
+			return o, g, nil
 		}
 		s.queue = s.queue[1:]
 	}
@@ -222,17 +237,20 @@ func (s *schedule) done(o *opened) bool {
 // takes the lock of the spill files.
 const batchBytes = 256 << 10
 
-// groupReader is a worker's state: its encoder and batch are reused from
-// row group to row group.
+// groupReader is a worker's state: its encoder and batch, or its sort
+// run, are reused from row group to row group.
 type groupReader struct {
 	p     *partitioner
 	enc   encoder
 	batch *recBatch
+	run   *runBuilder // when the partition sorts runs
+	rec   []byte      // the record being added to run
 	// of the row group being read
 	o      *opened
 	base   uint64 // the file's position in the committed set, shifted
 	n      uint64 // the ordinal of the next row
 	widest int
+	bytes  int64 // of the row group's records
 }
 
 // read partitions the rows of row group g of o.
@@ -242,28 +260,47 @@ func (rd *groupReader) read(ctx context.Context, o *opened, g int) error {
 	rd.enc.sh = p.sh
 	p.mu.Unlock()
 	// The row's position in the committed set breaks the last ties.
-	rd.o, rd.base, rd.n, rd.widest = o, uint64(p.w.order[o.f.Key])<<36, uint64(o.firsts[g]), 0
+	rd.o, rd.base, rd.n, rd.widest, rd.bytes = o, uint64(p.w.order[o.f.Key])<<36, uint64(o.firsts[g]), 0, 0
+	first := rd.n
 	if err := o.in.eachRowOf(ctx, g, rd.add); err != nil {
 		rd.batch.reset()
 		return err
 	}
 	p.mu.Lock()
 	p.stats.widest = max(p.stats.widest, int64(rd.widest))
+	p.stats.recordBytes += rd.bytes
+	if rd.run != nil {
+		p.stats.inputRows += int64(rd.n - first)
+	}
 	p.mu.Unlock()
+	if rd.run != nil {
+		p.r.opts.Progress.Add(int64(rd.n - first))
+		return nil
+	}
 	return p.flush(rd.batch)
 }
 
-// add encodes one row into the batch, and flushes the batch once full.
+// add encodes one row into the sort run, or into the batch, which it
+// flushes once full.
 func (rd *groupReader) add(row parquet.Row) error {
 	batch := rd.batch
+	dst := &batch.data
+	if rd.run != nil {
+		rd.rec = rd.rec[:0]
+		dst = &rd.rec
+	}
 	var h uint64
-	before := len(batch.data)
-	batch.data, h = rd.enc.encode(batch.data, row, rd.base|rd.n)
-	rd.widest = max(rd.widest, len(batch.data)-before)
+	before := len(*dst)
+	*dst, h = rd.enc.encode(*dst, row, rd.base|rd.n)
+	rd.widest = max(rd.widest, len(*dst)-before)
+	rd.bytes += int64(len(*dst) - before)
 	rd.n++
 	b := rd.p.w.layout.bucketOf(h)
 	if rd.o.want >= 0 && b != rd.o.want {
 		return fmt.Errorf("read %s: a row of bucket %d is in a file of bucket %d: the layout is broken", rd.o.f.Key, b, rd.o.want)
+	}
+	if rd.run != nil {
+		return rd.run.add(b, rd.rec)
 	}
 	batch.buckets = append(batch.buckets, b)
 	batch.offs = append(batch.offs, len(batch.data))

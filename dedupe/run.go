@@ -39,6 +39,14 @@ type Result struct {
 	TombstonesDropped int64
 	// SortRuns counts sort runs spilled to disk (0: everything fitted).
 	SortRuns int
+	// RecordBytes is the size of the new rows encoded as records; for
+	// SpilledBytes, the bytes of records written to the temporary
+	// directory (spill files by bucket, sort runs and their merges).
+	RecordBytes  int64
+	SpilledBytes int64
+	// Presorted: the partition stage sorted the runs (few buckets), so
+	// that the records crossed the disk once.
+	Presorted bool
 	// RowGroupsAtOnce is the most row groups of one bucket that were handed
 	// to the encoders at once: above 1, one bucket used several cores.
 	RowGroupsAtOnce int
@@ -128,6 +136,7 @@ func (r *runner) round(ctx context.Context, res *Result) (again bool, err error)
 	res.BucketsTouched, res.InputFiles, res.InputBytes, res.InputRows = stats.touched, len(stats.inputs), stats.inputBytes, stats.inputRows
 	res.OutputFiles, res.OutputBytes, res.OutputRows = len(out.files), out.bytesOut, out.rowsOut
 	res.TombstonesDropped, res.SortRuns, res.RowGroupsAtOnce = stats.dropped, stats.sortRuns, stats.inFlight
+	res.RecordBytes, res.SpilledBytes, res.Presorted = stats.recordBytes, stats.spilled, stats.presorted
 	// The row-group budget is split among the row groups held at once
 	// (being filled and in the encoders), fewer bytes each than a
 	// worker's share of the sort budget: that is the share a row must fit.
@@ -166,14 +175,17 @@ func (r *runner) discard(files []manifest.File) {
 }
 
 type rewriteStats struct {
-	inputs     []manifest.File
-	inputBytes int64
-	inputRows  int64
-	touched    int
-	dropped    int64
-	sortRuns   int
-	inFlight   int
-	widest     int64 // the largest row, encoded
+	inputs      []manifest.File
+	inputBytes  int64
+	inputRows   int64
+	touched     int
+	dropped     int64
+	sortRuns    int
+	recordBytes int64 // of the fresh files' rows
+	spilled     int64 // bytes written to the spill directory
+	presorted   bool
+	inFlight    int
+	widest      int64 // the largest row, encoded
 	// rowGroupsHeld is how many output row groups may be in memory at
 	// once, over which the row-group budget is split.
 	rowGroupsHeld int
@@ -192,6 +204,11 @@ func (r *runner) rewrite(ctx context.Context, w *work, runID string) (*outputs, 
 	parts := newPartitions(dir, w.layout.Buckets, r.budget.spillBuffers)
 	defer parts.close()
 	p := &partitioner{r: r, w: w, dir: dir, parts: parts, stats: &rewriteStats{}}
+	if !r.opts.noPresort && presorts(w.layout.Buckets, r.budget.sortBytes/int64(r.workers())) {
+		p.sorted = &presorted{}
+		defer p.sorted.close()
+	}
+	p.stats.presorted = p.sorted != nil
 	if err := p.partition(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -139,8 +139,10 @@ type sorter struct {
 	// in par chunks at once, then merged as they are emitted.
 	par    int
 	chunks [][]sortEnt
-	// runsWritten counts sort runs spilled, for the log and the tests.
+	// runsWritten counts sort runs spilled, for the log and the tests;
+	// spilled the bytes of them and of their merges.
 	runsWritten int
+	spilled     int64
 	// mergeWidth is the most runs one merge read at once.
 	mergeWidth int
 }
@@ -158,16 +160,11 @@ func (s *sorter) run(f io.Reader, size int64, srcs []recSource, emit func(rec []
 		s.offs = make([]sortEnt, 0, min(maxEnts, int(size/headerLen)+1))
 	}
 	in := &recordReader{r: bufio.NewReaderSize(f, 256<<10)}
-	var runs []*os.File
-	defer func() {
-		for _, r := range runs {
-			r.Close()
-			os.Remove(r.Name())
-		}
-	}()
+	var runs []sortRun
 	for {
 		eof, err := s.fill(in, maxEnts)
 		if err != nil {
+			closeRuns(runs)
 			return err
 		}
 		s.sortArena()
@@ -178,29 +175,53 @@ func (s *sorter) run(f io.Reader, size int64, srcs []recSource, emit func(rec []
 		if len(s.offs) > 0 {
 			rf, err := s.writeRun()
 			if err != nil {
+				closeRuns(runs)
 				return err
 			}
-			runs = append(runs, rf)
+			runs = append(runs, sortRun{r: rf, own: rf})
 		}
 		if eof {
 			break
 		}
 	}
 	s.arena, s.offs = nil, nil // the merge needs the memory
-	// Each run read at once takes a buffer of at least minMergeBuf, so
-	// many runs are merged a group at a time into fewer, longer runs
-	// until one merge reads them all within the budget.
+	return s.mergeRuns(runs, srcs, emit)
+}
+
+// sortRun is a sorted run of records that a merge reads from the disk: a
+// whole file of its own (own, removed once merged), or a bucket's segment
+// of a run that the partition stage wrote for every bucket.
+type sortRun struct {
+	r   io.Reader
+	own *os.File
+}
+
+func closeRuns(runs []sortRun) {
+	for _, r := range runs {
+		if r.own != nil {
+			r.own.Close()
+			os.Remove(r.own.Name())
+		}
+	}
+}
+
+// mergeRuns emits the winner of each key of runs and srcs, in key order.
+// Each run read at once takes a buffer of at least minMergeBuf, so many
+// runs are merged a group at a time into fewer, longer runs until one
+// merge reads them all within the budget. It removes the runs it owns.
+func (s *sorter) mergeRuns(runs []sortRun, srcs []recSource, emit func(rec []byte) error) error {
+	defer func() { closeRuns(runs) }()
 	for fanIn := max(2, s.fanIn()-len(srcs)); len(runs) > fanIn; {
-		var next []*os.File
+		var next []sortRun
 		for len(runs) > 0 {
 			group := runs[:min(fanIn, len(runs))]
-			runs = runs[len(group):]
-			rf, err := s.mergeRun(group, nil)
+			rf, err := s.mergeRun(group)
 			if err != nil {
-				runs = append(runs, group...) // closed by the deferred func
+				runs = append(next, runs...) // removed by the deferred func
 				return err
 			}
-			next = append(next, rf)
+			runs = runs[len(group):]
+			next = append(next, sortRun{r: rf, own: rf})
 		}
 		runs = next
 	}
@@ -218,14 +239,15 @@ func (s *sorter) fanIn() int {
 }
 
 // mergeRun merges a group of runs into one run of their winners, and
-// removes them.
-func (s *sorter) mergeRun(group []*os.File, srcs []recSource) (*os.File, error) {
+// removes those it owns.
+func (s *sorter) mergeRun(group []sortRun) (*os.File, error) {
 	f, err := s.dir.create("run")
 	if err != nil {
 		return nil, err
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
-	err = s.merge(group, srcs, func(rec []byte) error {
+	err = s.merge(group, nil, func(rec []byte) error {
+		s.spilled += int64(len(rec))
 		_, err := w.Write(rec)
 		return err
 	})
@@ -240,10 +262,7 @@ func (s *sorter) mergeRun(group []*os.File, srcs []recSource) (*os.File, error) 
 		os.Remove(f.Name())
 		return nil, fmt.Errorf("merge sort runs: %w", err)
 	}
-	for _, r := range group {
-		r.Close()
-		os.Remove(r.Name())
-	}
+	closeRuns(group)
 	return f, nil
 }
 
@@ -294,18 +313,43 @@ const minChunk = 16 << 10
 func (s *sorter) sortArena() {
 	n := len(s.offs)
 	p := max(1, min(s.par, n/minChunk))
-	s.chunks = s.chunks[:0]
+	sorted := make([][][]sortEnt, p)
 	var wg sync.WaitGroup
 	for i := range p {
 		c := s.offs[n*i/p : n*(i+1)/p]
-		s.chunks = append(s.chunks, c)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			slices.SortFunc(c, s.compare)
-		}()
+		wg.Go(func() { sorted[i] = s.sortChunk(c) })
 	}
 	wg.Wait()
+	s.chunks = s.chunks[:0]
+	for _, cs := range sorted {
+		s.chunks = append(s.chunks, cs...)
+	}
+}
+
+// maxNatural is the most stretches already in order that a chunk is left
+// in, for winners to merge, rather than sorted.
+const maxNatural = 4
+
+// sortChunk sorts c, or splits it into the few stretches already in key
+// order that it is made of: a worker's records come a row group at a
+// time, and an export's row groups often hold their keys in order (a key
+// that grows with the modified-at, as serial ids do), so a run is then a
+// handful of sorted stretches, merged as they are emitted at the cost of
+// one pass.
+func (s *sorter) sortChunk(c []sortEnt) [][]sortEnt {
+	var parts [][]sortEnt
+	start := 0
+	for i := 1; i < len(c); i++ {
+		if s.compare(c[i-1], c[i]) > 0 {
+			if len(parts) == maxNatural-1 {
+				slices.SortFunc(c, s.compare)
+				return [][]sortEnt{c}
+			}
+			parts = append(parts, c[start:i])
+			start = i
+		}
+	}
+	return append(parts, c[start:])
 }
 
 func (s *sorter) compare(x, y sortEnt) int {
@@ -361,6 +405,7 @@ func (s *sorter) writeRun() (*os.File, error) {
 	}
 	w := bufio.NewWriterSize(f, 256<<10)
 	err = s.winners(func(rec []byte) error {
+		s.spilled += int64(len(rec))
 		_, err := w.Write(rec)
 		return err
 	})
@@ -381,13 +426,13 @@ func (s *sorter) writeRun() (*os.File, error) {
 // merge k-way merges sorted runs, spilled ones and srcs, and emits the
 // first record of each key. Each spilled run's reader buffers a share of
 // the budget.
-func (s *sorter) merge(runs []*os.File, srcs []recSource, emit func(rec []byte) error) error {
+func (s *sorter) merge(runs []sortRun, srcs []recSource, emit func(rec []byte) error) error {
 	s.mergeWidth = max(s.mergeWidth, len(runs)+len(srcs))
 	bufSize := int(max(minMergeBuf, min(1<<20, s.budget/int64(2*max(1, len(runs))))))
 	h := &runHeap{}
 	all := slices.Clone(srcs)
-	for _, f := range runs {
-		all = append(all, &recordReader{r: bufio.NewReaderSize(f, bufSize)})
+	for _, r := range runs {
+		all = append(all, &recordReader{r: bufio.NewReaderSize(r.r, bufSize)})
 	}
 	for _, rr := range all {
 		rec, err := rr.next()

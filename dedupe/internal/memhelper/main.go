@@ -8,7 +8,9 @@
 // (dedupe.LeastMemoryLimit), measured here: the tightest budget whatever
 // the binary's resident pages.
 //
-// MEMHELPER_DEBUG=1 logs the dedupe's memory budget and steps to stderr.
+// MEMHELPER_DEBUG=1 logs the dedupe's memory budget and steps to stderr;
+// MEMHELPER_CPUPROFILE and MEMHELPER_TRACE name files for a CPU profile
+// and an execution trace.
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +62,15 @@ func run() error {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if p := os.Getenv("MEMHELPER_TRACE"); p != "" {
+		// An execution trace, to see which stages leave a core idle.
+		f, err := os.Create(p)
+		if err != nil {
+			return err
+		}
+		trace.Start(f)
+		defer trace.Stop()
 	}
 	if at := os.Getenv("MEMHELPER_HEAPAT"); at != "" {
 		// A heap profile in the middle of the run, to see the live set.
