@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"sync"
 	"unsafe"
 )
 
@@ -43,9 +42,9 @@ func maxEntries(budget int64) int {
 	return int(max(1024, budget/4/int64(unsafe.Sizeof(sortEnt{}))))
 }
 
-// presorted is the runs the partition stage wrote.
+// presorted is the runs the partition stage wrote; every worker appends
+// to runs under the partitioner's lock.
 type presorted struct {
-	mu   sync.Mutex // guards runs, written by every worker
 	runs []*bucketedRun
 }
 
