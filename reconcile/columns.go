@@ -16,6 +16,12 @@ import (
 // records at a time.
 const columnRows = 1024
 
+// columnBatchBytes bounds the values of a batch of rows, from the row
+// group's mean row width: the batch's values stay in memory until it is
+// hashed, and a batch of columnRows rows of wide values would hold far
+// more than the memory limit.
+const columnBatchBytes = 4 << 20
+
 // columnHasher turns the rows of a row group of flat columns into the
 // records hasher makes of them, reading the group column by column
 // instead of assembling parquet.Rows: the values of a batch of rows are
@@ -53,8 +59,9 @@ func newColumnHasher(sh *rowShape) *columnHasher {
 }
 
 // group emits a record of every row of rg, in file order, until emit
-// fails or ctx is done. The record's key is valid only during the call.
-func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, emit func(*record) error) error {
+// fails or ctx is done; size is rg's uncompressed size in bytes. The
+// record's key is valid only during the call.
+func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, size int64, emit func(*record) error) error {
 	chunks := rg.ColumnChunks()
 	readers := make([]pageValues, len(h.cols))
 	for i, c := range h.cols {
@@ -67,11 +74,15 @@ func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, emit func
 	}()
 	sh := h.sh
 	var rec record
+	batch := int64(columnRows)
+	if rows := rg.NumRows(); rows > 0 && size > 0 {
+		batch = max(1, min(batch, columnBatchBytes*rows/size))
+	}
 	for left := rg.NumRows(); left > 0; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		n := int(min(left, columnRows))
+		n := int(min(left, batch))
 		left -= int64(n)
 		// The values' byte arrays stay valid until the column's next read.
 		for ci, c := range h.cols {

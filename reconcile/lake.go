@@ -45,10 +45,10 @@ func (r *runner) readLake(ctx context.Context, parts *partitions) error {
 		}
 		var rec record
 		err := r.readFile(ctx, f, func(pf *parquet.File) error {
-			for _, rg := range pf.RowGroups() {
+			for j, rg := range pf.RowGroups() {
 				var err error
 				if flat {
-					err = ch.group(ctx, rg, add)
+					err = ch.group(ctx, rg, pf.Metadata().RowGroups[j].TotalByteSize, add)
 				} else {
 					err = lakeread.EachRow(ctx, rg, func(row parquet.Row) error {
 						h.record(&rec, row, ncols)
