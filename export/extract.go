@@ -35,12 +35,13 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 	sc.Warn = func(msg string) { r.warnf("%s", msg) }
 	sc.AfterPage = func() { r.opts.Failpoint("after-page") }
 
-	read := func(ctx context.Context, out chan<- *batch) error { return r.read(ctx, sc, start, bt, out) }
+	var pages pageCount
+	read := func(ctx context.Context, out chan<- *batch) error { return r.read(ctx, sc, start, bt, &pages, out) }
 	if err := pipeline(ctx, w, read, bt.release); err != nil {
 		return w.metrics, nil, err
 	}
 	metrics := w.metrics
-	metrics.Pages += sc.Pages
+	metrics.Pages += pages.rest(sc.Pages)
 	if p := r.plan; p.Kind != manifest.KindFullRefresh && p.Kind != manifest.KindBackfill {
 		if err := r.countUnseen(ctx, sc, &metrics); err != nil {
 			return metrics, nil, err
@@ -90,13 +91,19 @@ func (r *runner) newScanner() *pgsource.Scanner {
 
 // read scans the interval after start and hands the rows to the write
 // stage in batches. It closes out only once the scan is complete, so that
-// the write stage never takes a read cut short for its end.
-func (r *runner) read(ctx context.Context, sc *pgsource.Scanner, start *manifest.Cursor, bt *batcher, out chan<- *batch) error {
+// the write stage never takes a read cut short for its end. The batches
+// carry the scanner's pages, counted by pages.
+func (r *runner) read(ctx context.Context, sc *pgsource.Scanner, start *manifest.Cursor, bt *batcher, pages *pageCount, out chan<- *batch) error {
 	err := sc.Scan(ctx, r.plan.Interval, start, func(row *pgsource.Row) error {
 		b, err := bt.add(ctx, row, row.Deleted)
-		if err != nil || b == nil {
+		if err != nil {
 			return err
 		}
+		if b == nil {
+			pages.carry(bt.b, sc.Pages)
+			return nil
+		}
+		pages.carry(b, sc.Pages)
 		return send(ctx, out, b)
 	})
 	if err != nil {

@@ -42,3 +42,30 @@ func TestResumedPagesAfterTombstones(t *testing.T) {
 		t.Fatalf("the resumed run counts %d pages, want %d", got, want)
 	}
 }
+
+// TestResumedPagesAfterRowCheckpoint: a run killed after the checkpoint of
+// its first file and resumed commits the metrics, pages included, of an
+// uninterrupted twin, when the pages end where the first file does: a
+// batch of 1024 rows a file, and pages of 342 rows, whose later ones start
+// at the last row of the one before (342 + 2*341 = 1024). The checkpoint
+// carries the pages read for the rows its file holds; the resumed attempt
+// counts only the pages it runs after them.
+func TestResumedPagesAfterRowCheckpoint(t *testing.T) {
+	l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01 00:00:00+00'::timestamptz + g * interval '1 second', 'n' || g, g FROM generate_series(1, 4000) g`)
+	twin := &lake{t: t, db: l.db, dir: t.TempDir(), model: l.model}
+	opts := l.options()
+	opts.PageRows, opts.TargetFileBytes = 342, 1
+
+	want := twin.mustExport(opts).Commit.Metrics
+	if want.Files < 3 || want.Pages < 2*want.Files {
+		t.Fatalf("the twin wrote %d files of %d pages, want several files of several pages", want.Files, want.Pages)
+	}
+	l.exportCrashing(opts, "after-checkpoint", 1)
+	res := l.mustExport(opts)
+	if !res.Resumed {
+		t.Fatal("the second attempt did not resume the killed run")
+	}
+	if got := res.Commit.Metrics; *got != *want {
+		t.Fatalf("the resumed run commits %+v, the uninterrupted one %+v", got, want)
+	}
+}

@@ -165,15 +165,15 @@ func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files
 		return metrics, nil, err
 	}
 	w := &fileWriter{r: r, files: files, metrics: metrics}
-	var counted int64 // the pages the batches carry
+	var pages pageCount
 	read := func(ctx context.Context, out chan<- *batch) error {
-		return r.readTombstones(ctx, after, rowsLast, bt, &counted, out)
+		return r.readTombstones(ctx, after, rowsLast, bt, &pages, out)
 	}
 	if err := pipeline(ctx, w, read, bt.release); err != nil {
 		return w.metrics, nil, err
 	}
 	metrics = w.metrics
-	metrics.Pages += dl.Pages - counted
+	metrics.Pages += pages.rest(dl.Pages)
 	if err := dl.Check(ctx, p.Interval.From, r.since, r.sinceAt); err != nil {
 		return metrics, nil, err
 	}
@@ -183,21 +183,15 @@ func (r *runner) tombstones(ctx context.Context, metrics manifest.Metrics, files
 
 // readTombstones is the read stage of the tombstone phase: the log's
 // entries after the position after, in batches whose First and Last are
-// the rows' last cursor. It closes out once the log is read.
-//
-// Each batch carries, in its metrics, the pages that began with one of its
-// entries, and counted adds them up: the checkpoint of a file then counts
-// the pages of what it holds, and no more. A resumed attempt reads the
-// entries after the file again, and counts the pages it runs for them, so
-// that no page is counted twice; the pages no entry began (the last,
-// empty one) are the run's own, added at the end.
-func (r *runner) readTombstones(ctx context.Context, after, rowsLast *manifest.Cursor, bt *batcher, counted *int64, out chan<- *batch) error {
+// the rows' last cursor. It closes out once the log is read. The batches
+// carry the log's pages, counted by pages.
+func (r *runner) readTombstones(ctx context.Context, after, rowsLast *manifest.Cursor, bt *batcher, pages *pageCount, out chan<- *batch) error {
 	dl := r.deleteLog
-	pages := dl.Pages
+	seen := dl.Pages
 	var b *batch
 	err := dl.Scan(ctx, r.mapping.SelectExprs(r.table.Quoted()), r.plan.Interval, after, func(tb *pgsource.Tombstone) error {
-		if dl.Pages != pages {
-			pages = dl.Pages
+		if dl.Pages != seen {
+			seen = dl.Pages
 			r.opts.Failpoint("after-tombstone-page")
 		}
 		if b == nil {
@@ -207,8 +201,7 @@ func (r *runner) readTombstones(ctx context.Context, after, rowsLast *manifest.C
 			}
 			b.first, b.last = rowsLast, rowsLast
 		}
-		b.metrics.Pages += dl.Pages - *counted
-		*counted = dl.Pages
+		pages.carry(b, dl.Pages)
 		if err := r.mapping.AppendBatch(b.rows, tb.Values, r.plan.HWVersion, true); err != nil {
 			return fmt.Errorf("convert tombstone: %w", err)
 		}

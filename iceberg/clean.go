@@ -13,6 +13,7 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/highwater-dev/highwater/internal/objstore"
+	"github.com/highwater-dev/highwater/manifest"
 )
 
 // Clean deletes the metadata of the view that no retained version names:
@@ -37,7 +38,61 @@ func (v *View) Clean(ctx context.Context, before time.Time) ([]string, error) {
 	if err != nil || cur.tbl == nil {
 		return nil, err
 	}
-	newest := cur.tbl.Metadata()
+	p, err := v.cleanPlan(ctx, cur.tbl.Metadata(), cur.version, before)
+	if err != nil {
+		return nil, err
+	}
+	var deleted []string
+	// Manifests first, then the versions that named them (the plan's
+	// order): a clean that stops part way leaves versions that the next
+	// one finds again.
+	for _, k := range p {
+		err := v.log.Bucket().Delete(ctx, v.log.Key(k))
+		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
+			return deleted, fmt.Errorf("delete %s: %w", k, err)
+		}
+		deleted = append(deleted, k)
+	}
+	return deleted, nil
+}
+
+// Vacuumable lists, without changing anything, the metadata that a vacuum
+// deciding on st to delete the files doomed would delete: the Expire that
+// precedes the deletions (with doomed) and the one at the end (without)
+// publish one version that drops the snapshots expirable finds, and Clean
+// then deletes what cleanPlan finds with that version the newest. The
+// view must stand at st, as Expire requires. It is the dry run's list,
+// in Clean's order, relative to the model's root.
+func (v *View) Vacuumable(ctx context.Context, st *manifest.State, doomed []string, before time.Time) ([]string, error) {
+	cur, err := v.current(ctx)
+	if err != nil || cur.tbl == nil {
+		return nil, err
+	}
+	ids, err := v.expirable(ctx, cur, st, doomed, before)
+	if err != nil {
+		return nil, err
+	}
+	newest, n := cur.tbl.Metadata(), cur.version
+	if len(ids) > 0 {
+		// As the committer applies Expire's update to the current version.
+		m, err := table.UpdateTableMetadata(newest, []table.Update{table.NewRemoveSnapshotsUpdate(ids, false)}, v.MetadataURL(n))
+		if err != nil {
+			return nil, fmt.Errorf("apply the Iceberg updates: %w", err)
+		}
+		if m, err = trimSnapshots(m); err != nil {
+			return nil, err
+		}
+		newest, n = m, n+1
+	}
+	return v.cleanPlan(ctx, newest, n, before)
+}
+
+// cleanPlan is what Clean deletes when newest, version n, is the newest
+// version: the manifest lists and manifests that only the versions no
+// longer retained name, then those versions, as keys relative to the
+// model's root. Version n need not be written yet: Vacuumable plans with
+// the one Expire would publish.
+func (v *View) cleanPlan(ctx context.Context, newest table.Metadata, n int, before time.Time) ([]string, error) {
 	live := map[int64]bool{}
 	for _, s := range newest.Snapshots() {
 		live[s.SnapshotID] = true
@@ -53,24 +108,25 @@ func (v *View) Clean(ctx context.Context, before time.Time) ([]string, error) {
 	kept := []table.Metadata{newest}
 	var dropped []int
 	var droppedMeta []table.Metadata
-	for _, n := range slices.Sorted(maps.Keys(written)) {
-		if n >= cur.version {
+	for _, k := range slices.Sorted(maps.Keys(written)) {
+		if k >= n {
 			continue // the newest, and any a racing writer published since
 		}
-		tbl, err := v.load(ctx, n)
+		tbl, err := v.load(ctx, k)
 		if err != nil {
 			return nil, err
 		}
 		m := tbl.Metadata()
-		// Version n stopped being the newest when n+1 was written.
-		superseded, ok := written[n+1]
+		// Version k stopped being the newest when k+1 was written (or
+		// is about to be, when k+1 is the planned n).
+		superseded, ok := written[k+1]
 		recent := !ok || !superseded.Before(before)
 		snap := m.CurrentSnapshot()
-		if (snap == nil || live[snap.SnapshotID]) && (window[v.MetadataURL(n)] || recent) {
+		if (snap == nil || live[snap.SnapshotID]) && (window[v.MetadataURL(k)] || recent) {
 			kept = append(kept, m)
 			continue
 		}
-		dropped = append(dropped, n)
+		dropped = append(dropped, k)
 		droppedMeta = append(droppedMeta, m)
 	}
 
@@ -87,34 +143,23 @@ func (v *View) Clean(ctx context.Context, before time.Time) ([]string, error) {
 			return nil, err
 		}
 	}
-	var deleted []string
-	del := func(url string) error {
+	var plan []string
+	add := func(url string) {
 		k, err := fsys.key(url)
 		if err != nil {
-			return nil // not under the table's location: not highwater's to delete
+			return // not under the table's location: not highwater's to delete
 		}
-		err = v.log.Bucket().Delete(ctx, k)
-		if err != nil && !errors.Is(err, objstore.ErrNotExist) {
-			return fmt.Errorf("delete %s: %w", url, err)
-		}
-		deleted = append(deleted, k[len(v.log.Key())+1:])
-		return nil
+		plan = append(plan, k[len(v.log.Key())+1:])
 	}
-	// Manifests first, then the versions that named them: a clean that
-	// stops part way leaves versions that the next one finds again.
 	for _, p := range slices.Sorted(maps.Keys(doomed)) {
 		if !named[p] {
-			if err := del(p); err != nil {
-				return deleted, err
-			}
+			add(p)
 		}
 	}
-	for _, n := range dropped {
-		if err := del(v.MetadataURL(n)); err != nil {
-			return deleted, err
-		}
+	for _, k := range dropped {
+		add(v.MetadataURL(k))
 	}
-	return deleted, nil
+	return plan, nil
 }
 
 // namedBy adds to into the manifest lists of m's snapshots and the

@@ -26,40 +26,17 @@ import (
 // through one of them may find files gone, as with any Iceberg table whose
 // snapshots expired.
 func (v *View) Expire(ctx context.Context, st *manifest.State, doomed []string, before time.Time) (int, error) {
-	var below int64
-	for _, k := range doomed {
-		if rm, ok := st.Removed[k]; ok {
-			below = max(below, rm.Seq)
-		}
-	}
 	for {
 		cur, err := v.current(ctx)
 		if err != nil {
 			return 0, err
 		}
-		lg, err := v.lag(ctx, cur, st, markOf(st))
-		if err != nil {
+		ids, err := v.expirable(ctx, cur, st, doomed, before)
+		if err != nil || len(ids) == 0 {
 			return 0, err
 		}
-		if lg.covered < st.Seq {
-			return 0, fmt.Errorf("the Iceberg view of %s stands at seq %d, behind seq %d: sync it before expiring", v.log.Model(), lg.covered, st.Seq)
-		}
-		head := cur.tbl.CurrentSnapshot()
-		var ids []int64
-		for _, s := range cur.tbl.Metadata().Snapshots() {
-			if s.SnapshotID == head.SnapshotID {
-				continue
-			}
-			seq, _ := snapshotSeq(&s)
-			if seq < below || time.UnixMilli(s.TimestampMs).Before(before) {
-				ids = append(ids, s.SnapshotID)
-			}
-		}
-		if len(ids) == 0 {
-			return 0, nil
-		}
 		c := &committer{v: v, base: cur.version}
-		id := head.SnapshotID
+		id := cur.tbl.CurrentSnapshot().SnapshotID
 		_, _, err = c.CommitTable(ctx, nil,
 			[]table.Requirement{table.AssertRefSnapshotID(table.MainBranch, &id)},
 			[]table.Update{table.NewRemoveSnapshotsUpdate(ids, false)})
@@ -71,4 +48,33 @@ func (v *View) Expire(ctx context.Context, st *manifest.State, doomed []string, 
 		}
 		return len(ids), nil
 	}
+}
+
+// expirable is the snapshots of cur that Expire drops: see Expire.
+func (v *View) expirable(ctx context.Context, cur current, st *manifest.State, doomed []string, before time.Time) ([]int64, error) {
+	var below int64
+	for _, k := range doomed {
+		if rm, ok := st.Removed[k]; ok {
+			below = max(below, rm.Seq)
+		}
+	}
+	lg, err := v.lag(ctx, cur, st, markOf(st))
+	if err != nil {
+		return nil, err
+	}
+	if lg.covered < st.Seq {
+		return nil, fmt.Errorf("the Iceberg view of %s stands at seq %d, behind seq %d: sync it before expiring", v.log.Model(), lg.covered, st.Seq)
+	}
+	head := cur.tbl.CurrentSnapshot()
+	var ids []int64
+	for _, s := range cur.tbl.Metadata().Snapshots() {
+		if s.SnapshotID == head.SnapshotID {
+			continue
+		}
+		seq, _ := snapshotSeq(&s)
+		if seq < below || time.UnixMilli(s.TimestampMs).Before(before) {
+			ids = append(ids, s.SnapshotID)
+		}
+	}
+	return ids, nil
 }

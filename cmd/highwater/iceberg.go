@@ -92,14 +92,14 @@ func expireViews(env *environment, d *destination.Destination, model string, cut
 // cleanViews is the end of a vacuum of a model published as Iceberg, once
 // its view is up to date: it expires the snapshots older than the
 // retention (as expireViews does when vacuum deletes files), then deletes
-// the metadata that no retained version of the view names. A clean that
-// fails loses nothing (the next vacuum finds the same files), so it warns
-// and the vacuum stands.
-func cleanViews(ctx context.Context, env *environment, d *destination.Destination, model string, cutoff time.Time) {
+// the metadata that no retained version of the view names, and returns
+// the keys it deleted. A clean that fails loses nothing (the next vacuum
+// finds the same files), so it warns and the vacuum stands.
+func cleanViews(ctx context.Context, env *environment, d *destination.Destination, model string, cutoff time.Time) []string {
 	log := manifest.NewLog(d, model)
 	st, err := log.ReadState(ctx)
 	if err != nil || !st.Publishes(manifest.TableFormatIceberg) {
-		return
+		return nil
 	}
 	v := iceberg.NewView(log, d.ObjectURL(log.Key()))
 	var deleted []string
@@ -112,6 +112,26 @@ func cleanViews(ctx context.Context, env *environment, d *destination.Destinatio
 	if len(deleted) > 0 {
 		env.logger.Info("deleted unreferenced Iceberg metadata", "model", model, "objects", len(deleted))
 	}
+	return deleted
+}
+
+// vacuumableViews is the dry run of expireViews and cleanViews: the
+// metadata of the model's Iceberg view that a vacuum deleting doomed would
+// delete, decided by what decides the real run's (iceberg's Vacuumable).
+func vacuumableViews(ctx context.Context, d *destination.Destination, model string, doomed []string, cutoff time.Time) ([]string, error) {
+	log := manifest.NewLog(d, model)
+	st, err := log.ReadState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the state of %s: %w", model, err)
+	}
+	if !st.Publishes(manifest.TableFormatIceberg) {
+		return nil, nil
+	}
+	keys, err := iceberg.NewView(log, d.ObjectURL(log.Key())).Vacuumable(ctx, st, doomed, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("list the Iceberg metadata a vacuum of %s would delete: %w", model, err)
+	}
+	return keys, nil
 }
 
 func cmdIceberg(env *environment) *cobra.Command {

@@ -108,6 +108,10 @@ type vacuumJSON struct {
 	// Pruned are the object URLs of the run metadata (plans, checkpoints)
 	// deleted, or that would be; Bytes counts only Deleted.
 	Pruned []string `json:"pruned"`
+	// IcebergMetadata are the object URLs of the Iceberg view's metadata
+	// (metadata versions, manifest lists, manifests) deleted, or that
+	// would be; empty for a model not published as Iceberg.
+	IcebergMetadata []string `json:"iceberg_metadata"`
 }
 
 // verifyJSON is a verify: ok, or the problems found.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +19,9 @@ func cmdVacuum(env *environment) *cobra.Command {
 		Short: "Delete files that no commit needs any more",
 		Long: `Vacuum deletes the files that a commit older than --older-than removed (replaced by a full refresh or
 a dedupe), and the files of runs that it first declares abandoned in a commit of its own. It never
-deletes a committed file, and never by age alone. --dry-run lists what would be deleted.`,
+deletes a committed file, and never by age alone. A model published as Iceberg also has the snapshots
+older than --older-than expired and the metadata no retained version names deleted. --dry-run lists
+what would be deleted, the Iceberg metadata included.`,
 		Example: `  highwater vacuum --dest file:///data/lake --model orders --older-than 168h --dry-run
   highwater vacuum --dest file:///data/lake --model orders --older-than 168h`,
 	}
@@ -48,10 +51,15 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 				Logger: env.logger, Failpoint: env.failpoint(), Progress: pr, Now: func() time.Time { return now },
 				BeforeDelete: expireViews(env, d, lake.model, now.Add(-*olderThan))})
 			stop()
-			if err == nil && !*dryRun {
+			var metadata []string // of the Iceberg view
+			switch {
+			case err != nil:
+			case *dryRun:
+				metadata, err = vacuumableViews(ctx, d, lake.model, res.Deleted, now.Add(-*olderThan))
+			default:
 				err = publishViews(ctx, env, d, lake.model, "", nil)
 				if err == nil {
-					cleanViews(ctx, env, d, lake.model, now.Add(-*olderThan))
+					metadata = cleanViews(ctx, env, d, lake.model, now.Add(-*olderThan))
 				}
 			}
 			if err != nil {
@@ -60,12 +68,15 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			log := manifest.NewLog(d, lake.model)
 			if ff.json {
 				j := vacuumJSON{Model: lake.model, Tenant: lake.instanceTenant(), DryRun: *dryRun, Deleted: []string{}, Bytes: res.Bytes,
-					DeclaredAbandoned: []string{}, Pruned: []string{}}
+					DeclaredAbandoned: []string{}, Pruned: []string{}, IcebergMetadata: []string{}}
 				for _, k := range res.Deleted {
 					j.Deleted = append(j.Deleted, d.URL(log.Key(k)))
 				}
 				for _, k := range res.Pruned {
 					j.Pruned = append(j.Pruned, d.URL(log.Key(k)))
+				}
+				for _, k := range metadata {
+					j.IcebergMetadata = append(j.IcebergMetadata, d.URL(log.Key(k)))
 				}
 				j.DeclaredAbandoned = append(j.DeclaredAbandoned, res.Declared...)
 				return writeJSON(env.stdout, j)
@@ -79,11 +90,11 @@ deletes a committed file, and never by age alone. --dry-run lists what would be 
 			}
 			// The keys come from listing the store, which may hold any
 			// name: each is printed as files prints it, one escaped URL.
-			for _, k := range append(res.Deleted, res.Pruned...) {
+			for _, k := range slices.Concat(res.Deleted, res.Pruned, metadata) {
 				fmt.Fprintf(env.stdout, "%s %s\n", verb, d.URL(log.Key(k)))
 			}
-			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes) and %d run metadata objects; %d runs or attempts declared abandoned\n",
-				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Pruned), len(res.Declared))
+			fmt.Fprintf(env.stdout, "%s: %s %d objects (%d bytes), %d run metadata objects and %d Iceberg metadata objects; %d runs or attempts declared abandoned\n",
+				lake.model, verb, len(res.Deleted), res.Bytes, len(res.Pruned), len(metadata), len(res.Declared))
 			return nil
 		}, nil)
 	}
