@@ -28,6 +28,21 @@ func TestMemoryLimit(t *testing.T) {
 	l.exec(`UPDATE items SET name = 'unseen' WHERE id % 100000 = 7`,
 		`DELETE FROM items WHERE id % 200000 = 11`,
 		`INSERT INTO items VALUES (0, '2000-01-01', 'backdated', 0)`)
+	res, peak := reconcileUnder(t, l, limit)
+	r := res.Report
+	t.Logf("limit %d MiB: %d source and %d lake rows, peak RSS %.1f MiB", limit>>20, res.SourceRows, res.LakeRows, float64(peak)/(1<<20))
+	if r.Matched != n-20-10 || r.Changed != 20 || r.Extra != 10 || r.Missing != 1 {
+		t.Fatalf("report: %+v", r)
+	}
+	if peak > limit {
+		t.Fatalf("peak RSS %d bytes is over the limit of %d", peak, limit)
+	}
+}
+
+// reconcileUnder reconciles l's model in a subprocess under a memory
+// limit of limit bytes and returns its result and its peak RSS.
+func reconcileUnder(t *testing.T, l *lake, limit int64) (reconcile.Result, int64) {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "memhelper")
 	if out, err := exec.Command("go", "build", "-o", bin, "./internal/memhelper").CombinedOutput(); err != nil {
 		t.Fatalf("build memhelper: %v\n%s", err, out)
@@ -45,12 +60,5 @@ func TestMemoryLimit(t *testing.T) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("reconcile subprocess said %q: %v", out, err)
 	}
-	r := got.Result.Report
-	t.Logf("limit %d MiB: %d source and %d lake rows, peak RSS %.1f MiB", limit>>20, got.Result.SourceRows, got.Result.LakeRows, float64(got.PeakRSS)/(1<<20))
-	if r.Matched != n-20-10 || r.Changed != 20 || r.Extra != 10 || r.Missing != 1 {
-		t.Fatalf("report: %+v", r)
-	}
-	if got.PeakRSS > limit {
-		t.Fatalf("peak RSS %d bytes is over the limit of %d", got.PeakRSS, limit)
-	}
+	return got.Result, got.PeakRSS
 }

@@ -1,15 +1,10 @@
 package reconcile_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/highwater-dev/highwater/export"
-	"github.com/highwater-dev/highwater/reconcile"
 )
 
 // TestWideRowsMemory reconciles rows of 192 KiB each, exported in one row
@@ -32,29 +27,13 @@ func TestWideRowsMemory(t *testing.T) {
 		t.Fatalf("export: %v", err)
 	}
 	l.exec(`UPDATE items SET body = body || 'x' WHERE id = 500`)
-	bin := filepath.Join(t.TempDir(), "memhelper")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/memhelper").CombinedOutput(); err != nil {
-		t.Fatalf("build memhelper: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, l.db, l.dest, l.model, "public.items", fmt.Sprint(limit))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("reconcile subprocess: %v", err)
-	}
-	var got struct {
-		Result  reconcile.Result
-		PeakRSS int64
-	}
-	if err := json.Unmarshal(out, &got); err != nil {
-		t.Fatalf("reconcile subprocess said %q: %v", out, err)
-	}
-	r := got.Result.Report
-	t.Logf("limit %d MiB: peak RSS %.1f MiB", limit>>20, float64(got.PeakRSS)/(1<<20))
+	res, peak := reconcileUnder(t, l, limit)
+	r := res.Report
+	t.Logf("limit %d MiB: peak RSS %.1f MiB", limit>>20, float64(peak)/(1<<20))
 	if r.Matched != n-1 || r.Changed != 1 || r.Extra != 0 || r.Missing != 0 {
 		t.Fatalf("report: %+v", r)
 	}
-	if got.PeakRSS > limit {
-		t.Fatalf("peak RSS %d bytes is over the limit of %d", got.PeakRSS, limit)
+	if peak > limit {
+		t.Fatalf("peak RSS %d bytes is over the limit of %d", peak, limit)
 	}
 }
