@@ -1,13 +1,10 @@
 package formats
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/parquet-go/parquet-go"
 )
 
 // kindColumns hold a column of every physical kind and every decoding a
@@ -87,59 +84,22 @@ func TestBatchWritesTheSameFileOfEveryKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		opts := WriterOptions{RowGroupRows: 5000, RowGroupBytes: 1 << 20}
-		var byRow, byBatch bytes.Buffer
-		rw, err := NewFileWriter(&byRow, m.Schema(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bw, err := NewFileWriter(&byBatch, m.Schema(), opts)
-		if err != nil {
-			t.Fatal(err)
-		}
+		tw := newTwinFiles(t, m, WriterOptions{RowGroupRows: 5000, RowGroupBytes: 1 << 20})
 		rng := rand.New(rand.NewPCG(5, 6))
-		b := m.NewBatch()
 		for i := 0; i < 20_000; {
-			var rows []parquet.Row
-			var raw int64
 			for range 1 + rng.IntN(1100) {
 				v := kindRow(rng, i)
 				i++
-				deleted := rng.IntN(9) == 0
-				if err := m.AppendBatch(b, v, int64(i), deleted); err != nil {
-					t.Fatal(err)
-				}
-				r, err := m.AppendRow(nil, v, int64(i), deleted)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rows = append(rows, r)
-				for _, x := range v {
-					raw += int64(len(x)) + 4
-				}
+				tw.add(v, int64(i), rng.IntN(9) == 0)
 			}
-			if err := rw.Write(rows, raw); err != nil {
-				t.Fatal(err)
-			}
-			if err := bw.WriteBatch(b, raw); err != nil {
-				t.Fatal(err)
-			}
-			b.Reset()
+			tw.flush()
 		}
-		for _, w := range []*FileWriter{rw, bw} {
-			if err := w.Close(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		pf, err := parquet.OpenFile(bytes.NewReader(byBatch.Bytes()), int64(byBatch.Len()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n := len(pf.RowGroups()); n < 3 {
+		tw.close(nil)
+		if n := len(tw.batchFile().RowGroups()); n < 3 {
 			t.Fatalf("%+v: %d row groups: the bounds were not exercised", o, n)
 		}
-		if !bytes.Equal(byRow.Bytes(), byBatch.Bytes()) {
-			t.Fatalf("%+v: the file written from batches (%d bytes) differs from the one written from rows (%d bytes)", o, byBatch.Len(), byRow.Len())
+		if !tw.same() {
+			t.Fatalf("%+v: the file written from batches (%d bytes) differs from the one written from rows (%d bytes)", o, tw.byBatch.Len(), tw.byRow.Len())
 		}
 	}
 }

@@ -1,11 +1,8 @@
 package formats
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/parquet-go/parquet-go"
 )
 
 // TestBatchFailedRowLeavesNoTrace makes a row fail at each column in turn,
@@ -28,52 +25,22 @@ func TestBatchFailedRowLeavesNoTrace(t *testing.T) {
 	}
 	for col, v := range bad {
 		t.Run(batchColumns[col].Name, func(t *testing.T) {
-			opts := WriterOptions{RowGroupRows: 1000, RowGroupBytes: 1 << 20}
-			var byRow, byBatch bytes.Buffer
-			rw, err := NewFileWriter(&byRow, m.Schema(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			bw, err := NewFileWriter(&byBatch, m.Schema(), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
+			tw := newTwinFiles(t, m, WriterOptions{RowGroupRows: 1000, RowGroupBytes: 1 << 20})
 			rng := rand.New(rand.NewPCG(5, uint64(col)))
-			b := m.NewBatch()
-			var rows []parquet.Row
 			for i := range 200 {
 				vals := batchRow(rng, i)
 				if i%10 == 5 {
 					vals[col] = v
-					if err := m.AppendBatch(b, vals, int64(i), false); err == nil {
+					if err := m.AppendBatch(tw.b, vals, int64(i), false); err == nil {
 						t.Fatalf("row %d: column %s took a bad value", i, batchColumns[col].Name)
 					}
 					continue
 				}
-				if err := m.AppendBatch(b, vals, int64(i), false); err != nil {
-					t.Fatal(err)
-				}
-				r, err := m.AppendRow(nil, vals, int64(i), false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rows = append(rows, r)
+				tw.add(vals, int64(i), false)
 			}
-			if b.Len() != len(rows) {
-				t.Fatalf("the batch holds %d rows, want %d", b.Len(), len(rows))
-			}
-			if err := rw.Write(rows, 0); err != nil {
-				t.Fatal(err)
-			}
-			if err := bw.WriteBatch(b, 0); err != nil {
-				t.Fatal(err)
-			}
-			for _, w := range []*FileWriter{rw, bw} {
-				if err := w.Close(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if !bytes.Equal(byRow.Bytes(), byBatch.Bytes()) {
+			tw.flush()
+			tw.close(nil)
+			if !tw.same() {
 				t.Fatalf("a row that failed at column %s changed the file written from the batch", batchColumns[col].Name)
 			}
 		})

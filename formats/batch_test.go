@@ -1,12 +1,9 @@
 package formats
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/parquet-go/parquet-go"
 )
 
 // batchColumns are the kinds of column a batch keeps apart: fixed-width,
@@ -74,20 +71,8 @@ func TestBatchWritesTheSameFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := WriterOptions{RowGroupRows: 7000, RowGroupBytes: 1 << 20, KeyValue: map[string]string{"k": "v"}}
-	var byRow, byBatch bytes.Buffer
-	rw, err := NewFileWriter(&byRow, m.Schema(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bw, err := NewFileWriter(&byBatch, m.Schema(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw := newTwinFiles(t, m, WriterOptions{RowGroupRows: 7000, RowGroupBytes: 1 << 20, KeyValue: map[string]string{"k": "v"}})
 	rng := rand.New(rand.NewPCG(3, 4))
-	b := m.NewBatch()
-	var rows []parquet.Row
-	var raw int64
 	failed := 0
 	for i := 0; i < 40_000; {
 		size := 1 + rng.IntN(1500)
@@ -97,50 +82,21 @@ func TestBatchWritesTheSameFile(t *testing.T) {
 			if rng.IntN(500) == 0 {
 				// A value of the wrong width, after others were appended.
 				v[3] = make([]byte, 7)
-				if err := m.AppendBatch(b, v, int64(i), false); err == nil {
+				if err := m.AppendBatch(tw.b, v, int64(i), false); err == nil {
 					t.Fatal("a timestamp of 7 bytes was accepted")
 				}
 				failed++
 				continue
 			}
-			deleted := rng.IntN(7) == 0
-			if err := m.AppendBatch(b, v, int64(i), deleted); err != nil {
-				t.Fatal(err)
-			}
-			r, err := m.AppendRow(nil, v, int64(i), deleted)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rows = append(rows, r)
-			for _, x := range v {
-				raw += int64(len(x)) + 4
-			}
+			tw.add(v, int64(i), rng.IntN(7) == 0)
 		}
-		if b.Len() != len(rows) {
-			t.Fatalf("the batch holds %d rows, want %d", b.Len(), len(rows))
-		}
-		if err := rw.Write(rows, raw); err != nil {
-			t.Fatal(err)
-		}
-		if err := bw.WriteBatch(b, raw); err != nil {
-			t.Fatal(err)
-		}
-		b.Reset()
-		rows, raw = rows[:0], 0
+		tw.flush()
 	}
 	if failed == 0 {
 		t.Fatal("no row failed to decode")
 	}
-	for _, w := range []*FileWriter{rw, bw} {
-		w.SetKeyValue("last", "x")
-		if err := w.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(byBatch.Bytes()), int64(byBatch.Len()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tw.close(func(w *FileWriter) { w.SetKeyValue("last", "x") })
+	pf := tw.batchFile()
 	groups := pf.RowGroups()
 	if len(groups) < 6 {
 		t.Fatalf("%d row groups: the bounds were not exercised", len(groups))
@@ -148,7 +104,7 @@ func TestBatchWritesTheSameFile(t *testing.T) {
 	if pages := len(pf.OffsetIndexes()[1].PageLocations); pages < 2 {
 		t.Fatalf("column s of the first row group has %d pages: page ends were not exercised", pages)
 	}
-	if !bytes.Equal(byRow.Bytes(), byBatch.Bytes()) {
-		t.Fatalf("the file written from batches (%d bytes) differs from the one written from rows (%d bytes)", byBatch.Len(), byRow.Len())
+	if !tw.same() {
+		t.Fatalf("the file written from batches (%d bytes) differs from the one written from rows (%d bytes)", tw.byBatch.Len(), tw.byRow.Len())
 	}
 }
