@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"slices"
 
@@ -114,25 +113,10 @@ func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, size int6
 				h.end[c] = len(f)
 			}
 			h.form = f
-			k := h.key[:0]
-			for _, c := range sh.key {
-				k = append(k, f[h.at[c]:h.end[c]]...)
-			}
-			h.key, rec.key = k, k
-			modForm := f[h.at[sh.mod]:h.end[sh.mod]]
-			mod, null, err := modOf(modForm)
-			if err != nil {
+			var err error
+			if h.key, err = sh.fromForm(&rec, f, h.at, h.end, h.key); err != nil {
 				return err
 			}
-			rec.mod = mod
-			if null {
-				rec.flags |= flagModNull
-			}
-			if sh.keysOnly {
-				f = modForm
-			}
-			binary.LittleEndian.PutUint64(rec.hash[:8], maphash.Bytes(sh.seeds[0], f))
-			binary.LittleEndian.PutUint64(rec.hash[8:], maphash.Bytes(sh.seeds[1], f))
 			if err := emit(&rec); err != nil {
 				return err
 			}

@@ -260,6 +260,41 @@ func newRowShape(nsrc int, key []int, mod int, keysOnly bool) rowShape {
 		seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
+// hash is the hash of a row's hashed form: two 64-bit hashes with seeds
+// drawn at random per reconcile, so that a change goes unseen only if
+// both collide, for values chosen without knowing the seeds, at a
+// fraction of a cryptographic hash's cost.
+func (sh *rowShape) hash(form []byte) (h [hashLen]byte) {
+	binary.LittleEndian.PutUint64(h[:8], maphash.Bytes(sh.seeds[0], form))
+	binary.LittleEndian.PutUint64(h[8:], maphash.Bytes(sh.seeds[1], form))
+	return h
+}
+
+// fromForm sets rec's key, modified-at and hash from a row's hashed form
+// f, in which source column c's value is f[at[c]:end[c]]. It builds the
+// key in key's memory and returns it, for the next row.
+func (sh *rowShape) fromForm(rec *record, f []byte, at, end []int, key []byte) ([]byte, error) {
+	k := key[:0]
+	for _, c := range sh.key {
+		k = append(k, f[at[c]:end[c]]...)
+	}
+	rec.key = k
+	modForm := f[at[sh.mod]:end[sh.mod]]
+	mod, null, err := modOf(modForm)
+	if err != nil {
+		return k, err
+	}
+	rec.mod = mod
+	if null {
+		rec.flags |= flagModNull
+	}
+	if sh.keysOnly {
+		f = modForm
+	}
+	rec.hash = sh.hash(f)
+	return k, nil
+}
+
 // hasher turns rows into records; it is reused row after row and is not
 // safe for concurrent use.
 type hasher struct {
@@ -351,11 +386,7 @@ func (h *hasher) record(r *record, row parquet.Row, ncols int) {
 			k = appendValue(k, v)
 		}
 	}
-	// Two 64-bit hashes with seeds drawn at random per reconcile: a change
-	// goes unseen only if both collide, for values chosen without knowing
-	// the seeds, at a fraction of a cryptographic hash's cost.
-	binary.LittleEndian.PutUint64(r.hash[:8], maphash.Bytes(sh.seeds[0], k[start:]))
-	binary.LittleEndian.PutUint64(r.hash[8:], maphash.Bytes(sh.seeds[1], k[start:]))
+	r.hash = sh.hash(k[start:])
 	h.buf = k
 	r.key = k[:keyLen]
 }

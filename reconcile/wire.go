@@ -3,7 +3,6 @@ package reconcile
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/maphash"
 
 	"github.com/highwater-dev/highwater/formats"
 	"github.com/parquet-go/parquet-go"
@@ -117,27 +116,8 @@ func (h *wireHasher) record(r *record, values [][]byte) error {
 		}
 	}
 	h.form = f
-	sh := h.sh
-	k := h.key[:0]
-	for _, c := range sh.key {
-		k = append(k, f[h.at[c]:h.end[c]]...)
-	}
-	h.key = k
-	*r = record{key: k}
-	modForm := f[h.at[sh.mod]:h.end[sh.mod]]
-	mod, null, err := modOf(modForm)
-	if err != nil {
-		return err
-	}
-	r.mod = mod
-	if null {
-		r.flags |= flagModNull
-	}
-	hashed := f
-	if sh.keysOnly {
-		hashed = modForm
-	}
-	binary.LittleEndian.PutUint64(r.hash[:8], maphash.Bytes(sh.seeds[0], hashed))
-	binary.LittleEndian.PutUint64(r.hash[8:], maphash.Bytes(sh.seeds[1], hashed))
-	return nil
+	*r = record{}
+	var err error
+	h.key, err = h.sh.fromForm(r, f, h.at, h.end, h.key)
+	return err
 }
