@@ -25,15 +25,7 @@ func TestNoChangeCostIsFlat(t *testing.T) {
 	const checkpointCost = 3
 	var counts []*faults.Counting
 	for _, n := range []int{1, 100, 1000} {
-		l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 second', 'n' || g, g FROM generate_series(1, 10) g`)
-		// A real export, under another name, gives the identity, schema
-		// and watermark of the history written below it.
-		scratch := l.options()
-		scratch.Model = "scratch"
-		first := l.mustExport(scratch).Commit
-		synthesizeHistory(t, l, first, n)
-		c := l.countedExport(l.options())
-		t.Logf("no-change export on %d commits: %s", n, c)
+		_, c := noChangeOnHistory(t, n)
 		counts = append(counts, c)
 	}
 	at1, at100, at1000 := counts[0].Counts(), counts[1].Counts(), counts[2].Counts()
@@ -45,6 +37,23 @@ func TestNoChangeCostIsFlat(t *testing.T) {
 			t.Errorf("%s: %d at 1,000 commits, %d at 1", op, at1000[op], at1[op])
 		}
 	}
+}
+
+// noChangeOnHistory makes a lake whose model has n export runs of
+// history (synthesizeHistory) and nothing new in its source, and runs one
+// export of it on a counting store, whose counts it returns.
+func noChangeOnHistory(t *testing.T, n int) (*lake, *faults.Counting) {
+	t.Helper()
+	l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 second', 'n' || g, g FROM generate_series(1, 10) g`)
+	// A real export, under another name, gives the identity, schema and
+	// watermark of the history written below it.
+	scratch := l.options()
+	scratch.Model = "scratch"
+	first := l.mustExport(scratch).Commit
+	synthesizeHistory(t, l, first, n)
+	c := l.countedExport(l.options())
+	t.Logf("no-change export on %d commits: %s", n, c)
+	return l, c
 }
 
 // synthesizeHistory writes n export runs of the lake's model, a plan and a

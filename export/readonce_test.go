@@ -16,13 +16,7 @@ import (
 func TestNoChangeReadsTheLogOnce(t *testing.T) {
 	for _, n := range []int{1, 85} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			l := newLake(t, itemsTable, `INSERT INTO items SELECT g, '2026-01-01'::timestamptz + g * interval '1 second', 'n' || g, g FROM generate_series(1, 10) g`)
-			scratch := l.options()
-			scratch.Model = "scratch"
-			first := l.mustExport(scratch).Commit
-			synthesizeHistory(t, l, first, n)
-			c := l.countedExport(l.options())
-			t.Logf("no-change export on %d commits: %s", n, c)
+			l, c := noChangeOnHistory(t, n)
 			dir := l.model + "/_manifests/"
 			log := 0
 			gets := c.GetsByKey()
