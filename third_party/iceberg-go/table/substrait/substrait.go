@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow/compute/exprs"
@@ -35,21 +36,20 @@ import (
 //go:embed functions_set.yaml
 var funcsetYAML string
 
-var (
-	collection = extensions.GetDefaultCollectionWithNoError()
-	funcSetURI = "extension:apache.iceberg:functions_set"
-)
+var funcSetURI = "extension:apache.iceberg:functions_set"
 
-func init() {
-	if !collection.URILoaded(funcSetURI) {
-		if err := collection.Load(funcSetURI, strings.NewReader(funcsetYAML)); err != nil {
+var getCollection = sync.OnceValue(func() *extensions.Collection {
+	c := extensions.GetDefaultCollectionWithNoError()
+	if !c.URILoaded(funcSetURI) {
+		if err := c.Load(funcSetURI, strings.NewReader(funcsetYAML)); err != nil {
 			panic(err)
 		}
 	}
-}
+	return c
+})
 
 func NewExtensionSet() exprs.ExtensionIDSet {
-	return exprs.NewExtensionSetDefault(expr.NewEmptyExtensionRegistry(collection))
+	return exprs.NewExtensionSetDefault(expr.NewEmptyExtensionRegistry(getCollection()))
 }
 
 // ConvertExpr converts a bound expression to a Substrait expression so that it can
@@ -61,7 +61,7 @@ func ConvertExpr(schema *iceberg.Schema, e iceberg.BooleanExpression, _ bool) (*
 		return nil, nil, err
 	}
 
-	reg := expr.NewEmptyExtensionRegistry(collection)
+	reg := expr.NewEmptyExtensionRegistry(getCollection())
 
 	bldr := expr.ExprBuilder{Reg: reg, BaseSchema: types.NewRecordTypeFromStruct(base.Struct)}
 	b, err := iceberg.VisitExpr(e, &toSubstraitExpr{bldr: bldr})
