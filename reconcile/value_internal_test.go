@@ -17,19 +17,19 @@ func TestValueRoundTrip(t *testing.T) {
 		parquet.ByteArrayValue([]byte("it's")), parquet.ByteArrayValue([]byte{}), parquet.FixedLenByteArrayValue([]byte{0, 1, 2, 3})}
 	var key []byte
 	for _, v := range vals {
-		key = appendValue(key, v)
+		key = appendValue(key, &v)
 	}
 	got, err := decodeKey(key, len(vals))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range vals {
-		if string(appendValue(nil, got[i])) != string(appendValue(nil, v)) || got[i].Kind() != v.Kind() && !v.IsNull() {
+		if string(appendValue(nil, &got[i])) != string(appendValue(nil, &v)) || got[i].Kind() != v.Kind() && !v.IsNull() {
 			t.Errorf("value %d: wrote %v, read %v", i, v, got[i])
 		}
 	}
 	for _, v := range vals {
-		b := appendValue(nil, v)
+		b := appendValue(nil, &v)
 		for n := range len(b) {
 			if _, _, err := readValue(b[:n]); err == nil && n < len(b) && !(v.IsNull() && n == 1) {
 				t.Errorf("%v cut to %d of %d bytes: read without an error", v, n, len(b))
