@@ -75,17 +75,19 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// parseRecord reads a record's body (without its length); key aliases b.
-func parseRecord(b []byte) (record, error) {
+// parseRecord reads a record's body (without its length) into r, in
+// place: a partition's records are parsed into the slice they are judged
+// in. The key aliases b.
+func parseRecord(r *record, b []byte) error {
 	if len(b) < recHeader {
-		return record{}, fmt.Errorf("read spilled record: %d bytes", len(b))
+		return fmt.Errorf("read spilled record: %d bytes", len(b))
 	}
 	flags := b[0]
-	r := record{flags: flags &^ (flagVersion | flagOrdinal), mod: int64(binary.BigEndian.Uint64(b[1:]))}
+	r.flags, r.mod, r.version, r.ordinal = flags&^(flagVersion|flagOrdinal), int64(binary.BigEndian.Uint64(b[1:])), 0, 0
 	b = b[9:]
 	if flags&flagVersion != 0 {
 		if len(b) < 8+hashLen {
-			return record{}, fmt.Errorf("read spilled record: truncated")
+			return fmt.Errorf("read spilled record: truncated")
 		}
 		r.version = int64(binary.BigEndian.Uint64(b))
 		b = b[8:]
@@ -93,17 +95,17 @@ func parseRecord(b []byte) (record, error) {
 	if flags&flagOrdinal != 0 {
 		o, n := binary.Uvarint(b)
 		if n <= 0 {
-			return record{}, fmt.Errorf("read spilled record: truncated")
+			return fmt.Errorf("read spilled record: truncated")
 		}
 		r.ordinal = o
 		b = b[n:]
 	}
 	if len(b) < hashLen {
-		return record{}, fmt.Errorf("read spilled record: truncated")
+		return fmt.Errorf("read spilled record: truncated")
 	}
-	copy(r.hash[:], b[:hashLen])
+	r.hash = [hashLen]byte(b[:hashLen])
 	r.key = b[hashLen:]
-	return r, nil
+	return nil
 }
 
 // newer reports whether a wins over b by dedupe's rule: the greater

@@ -54,15 +54,15 @@ func TestRecordRoundTrip(t *testing.T) {
 		if n <= 0 || int(l) != len(b)-n {
 			t.Fatalf("%+v: length %d of %d bytes", r, l, len(b)-n)
 		}
-		got, err := parseRecord(b[n:])
-		if err != nil {
+		got := record{mod: 99, version: 99, ordinal: 99} // parsed over, as in a reused slice
+		if err := parseRecord(&got, b[n:]); err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
 		if got.flags != r.flags || got.mod != r.mod || got.version != r.version || got.ordinal != r.ordinal || got.hash != r.hash || string(got.key) != string(r.key) {
 			t.Errorf("wrote %+v, read %+v", r, got)
 		}
 		for cut := n; cut < len(b)-len(r.key); cut++ {
-			if _, err := parseRecord(b[n:cut]); err == nil {
+			if err := parseRecord(&record{}, b[n:cut]); err == nil {
 				t.Errorf("%+v cut to %d bytes: read without an error", r, cut-n)
 			}
 		}
