@@ -109,7 +109,7 @@ func (h *columnHasher) group(ctx context.Context, rg parquet.RowGroup, size int6
 				f = append(f, h.prefix[c]...)
 				f = append(f, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
 				h.at[c] = len(f)
-				f = appendValue(f, *v)
+				f = appendValue(f, v)
 				h.end[c] = len(f)
 			}
 			h.form = f

@@ -131,8 +131,8 @@ func (r *runner) writeRepair(ctx context.Context, w *repairWriter, version int64
 		if _, err := io.ReadFull(br, body); err != nil {
 			return fmt.Errorf("read a spill file: %w", err)
 		}
-		rec, err := parseRecord(body)
-		if err != nil {
+		var rec record
+		if err := parseRecord(&rec, body); err != nil {
 			return err
 		}
 		kind := int(rec.flags >> 4)

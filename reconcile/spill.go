@@ -117,11 +117,10 @@ func (p *partitions) read(i int, recs []record, data []byte) ([]record, []byte, 
 		if n <= 0 || uint64(len(b)-n) < l {
 			return nil, nil, fmt.Errorf("read a spill file: truncated record")
 		}
-		r, err := parseRecord(b[n : n+int(l)])
-		if err != nil {
+		recs = append(recs, record{})
+		if err := parseRecord(&recs[len(recs)-1], b[n:n+int(l)]); err != nil {
 			return nil, nil, err
 		}
-		recs = append(recs, r)
 		b = b[n+int(l):]
 	}
 	return recs, data, nil
@@ -130,6 +129,7 @@ func (p *partitions) read(i int, recs []record, data []byte) ([]record, []byte, 
 // each streams the records of partition i, chunk by chunk, for a split.
 func (p *partitions) each(i int, fn func(*record) error) error {
 	var data []byte
+	var r record
 	for _, c := range p.chunks[i] {
 		data = slices.Grow(data[:0], int(c.n))[:c.n]
 		if _, err := p.f.ReadAt(data, c.off); err != nil {
@@ -140,8 +140,7 @@ func (p *partitions) each(i int, fn func(*record) error) error {
 			if n <= 0 || uint64(len(b)-n) < l {
 				return fmt.Errorf("read a spill file: truncated record")
 			}
-			r, err := parseRecord(b[n : n+int(l)])
-			if err != nil {
+			if err := parseRecord(&r, b[n:n+int(l)]); err != nil {
 				return err
 			}
 			if err := fn(&r); err != nil {

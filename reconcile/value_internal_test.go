@@ -17,19 +17,19 @@ func TestValueRoundTrip(t *testing.T) {
 		parquet.ByteArrayValue([]byte("it's")), parquet.ByteArrayValue([]byte{}), parquet.FixedLenByteArrayValue([]byte{0, 1, 2, 3})}
 	var key []byte
 	for _, v := range vals {
-		key = appendValue(key, v)
+		key = appendValue(key, &v)
 	}
 	got, err := decodeKey(key, len(vals))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range vals {
-		if string(appendValue(nil, got[i])) != string(appendValue(nil, v)) || got[i].Kind() != v.Kind() && !v.IsNull() {
+		if string(appendValue(nil, &got[i])) != string(appendValue(nil, &v)) || got[i].Kind() != v.Kind() && !v.IsNull() {
 			t.Errorf("value %d: wrote %v, read %v", i, v, got[i])
 		}
 	}
 	for _, v := range vals {
-		b := appendValue(nil, v)
+		b := appendValue(nil, &v)
 		for n := range len(b) {
 			if _, _, err := readValue(b[:n]); err == nil && n < len(b) && !(v.IsNull() && n == 1) {
 				t.Errorf("%v cut to %d of %d bytes: read without an error", v, n, len(b))
@@ -54,15 +54,15 @@ func TestRecordRoundTrip(t *testing.T) {
 		if n <= 0 || int(l) != len(b)-n {
 			t.Fatalf("%+v: length %d of %d bytes", r, l, len(b)-n)
 		}
-		got, err := parseRecord(b[n:])
-		if err != nil {
+		got := record{mod: 99, version: 99, ordinal: 99} // parsed over, as in a reused slice
+		if err := parseRecord(&got, b[n:]); err != nil {
 			t.Fatalf("%+v: %v", r, err)
 		}
 		if got.flags != r.flags || got.mod != r.mod || got.version != r.version || got.ordinal != r.ordinal || got.hash != r.hash || string(got.key) != string(r.key) {
 			t.Errorf("wrote %+v, read %+v", r, got)
 		}
 		for cut := n; cut < len(b)-len(r.key); cut++ {
-			if _, err := parseRecord(b[n:cut]); err == nil {
+			if err := parseRecord(&record{}, b[n:cut]); err == nil {
 				t.Errorf("%+v cut to %d bytes: read without an error", r, cut-n)
 			}
 		}

@@ -98,7 +98,7 @@ func (h *wireHasher) record(r *record, values [][]byte) error {
 			f = append(f, wc.prefix...)
 			f = append(f, 0, 1)
 			h.at[c] = len(f)
-			f = appendValue(f, v)
+			f = appendValue(f, &v)
 			h.end[c] = len(f)
 			continue
 		}
@@ -111,7 +111,7 @@ func (h *wireHasher) record(r *record, values [][]byte) error {
 			f = binary.AppendUvarint(f, uint64(v.Column()))
 			f = append(f, byte(v.RepetitionLevel()), byte(v.DefinitionLevel()))
 			h.at[c] = len(f)
-			f = appendValue(f, v)
+			f = appendValue(f, &v)
 			h.end[c] = len(f)
 		}
 	}
