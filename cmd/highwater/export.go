@@ -165,6 +165,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 			return err
 		}
 		setMemoryLimit(env, runs, ff.parallel)
+		defer leaveSourceACore(env, sourceURL, ff.parallel)()
 		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, *metricsFile, *dryRun, runs)
 	}
 	return cmd
