@@ -35,7 +35,13 @@ const (
 	DefaultTargetFileBytes = 128 << 20
 	DefaultRowGroupBytes   = 16 << 20
 	DefaultRowGroupRows    = 1_000_000
-	DefaultPageRows        = 50_000
+	// DefaultPageRows is the most rows of a keyset page of the table. A
+	// page is also bounded by the wire size of its rows (pageBytes), which
+	// is what ends the pages of all but the narrowest rows. Each page
+	// boundary leaves the backend idle while the client drains the rows
+	// the socket still holds and sends the next statement: 8-15 ms each on
+	// 2 cores, about a tenth of a run of 50,000-row pages (docs/bench.md).
+	DefaultPageRows = 1_000_000
 	// MinReplicaLookback is the shortest lookback allowed from a hot
 	// standby: it cannot see the primary's open transactions, so only the
 	// lookback protects rows of those that commit late. It is the
@@ -43,6 +49,19 @@ const (
 	// a replica never silently runs with less than a primary's protection
 	// from an established tool.
 	MinReplicaLookback = watermark.DefaultLookback
+)
+
+// Bounds of the pages read that DefaultPageRows does not set.
+const (
+	// pageBytes is the wire size a page of the table aims at after its
+	// first: about a second of reading, a short statement still.
+	pageBytes = 64 << 20
+	// firstPageRows bounds the first page, read before the rows' width is
+	// known: the fixed page size of earlier versions.
+	firstPageRows = 50_000
+	// deleteLogPageRows bounds a page of the delete log, which the server
+	// sorts a second time, in memory when it fits work_mem.
+	deleteLogPageRows = 50_000
 )
 
 // Options describe one export of one model.

@@ -45,7 +45,7 @@ func (r *runner) checkDeleteLog(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dl.PageRows = r.opts.PageRows
+	dl.PageRows = min(r.opts.PageRows, deleteLogPageRows)
 	r.deleteLog = dl
 	if !r.readsDeleteLog() {
 		return nil

@@ -74,7 +74,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 		winEnd      = fs.String("window-end", "", "backfill window end (exclusive)")
 		targetSize  = fs.String("target-file-size", "128MiB", "roll files at this `size`")
 		rowGroup    = fs.String("row-group-size", "16MiB", "end row groups at this uncompressed `size`")
-		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "rows per keyset page")
+		pageRows    = fs.Int("page-rows", export.DefaultPageRows, "the most rows of a keyset page (a page also ends at about 64 MiB of rows)")
 		compression = fs.String("compression", "zstd", "Parquet page `codec`: zstd, snappy, gzip or none")
 		metricsFile = fs.String("metrics-file", "", "write the run's figures to this `file` in Prometheus text format (node_exporter's textfile collector)")
 		dryRun      = fs.Bool("dry-run", false, "discover the schema, plan the interval and estimate its rows, print the plan, and write nothing anywhere")
@@ -165,6 +165,7 @@ no plan, no probe, no directory, not even at a destination that does not exist y
 			return err
 		}
 		setMemoryLimit(env, runs, ff.parallel)
+		defer leaveSourceACore(env, sourceURL, ff.parallel)()
 		return runExports(ctx, env, &ff, shard, ff.fleetMode(set, runs), sourceURL, destURL, *metricsFile, *dryRun, runs)
 	}
 	return cmd
