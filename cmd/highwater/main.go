@@ -24,6 +24,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
 	"github.com/highwater-dev/highwater/export"
 	"github.com/highwater-dev/highwater/formats"
@@ -389,8 +390,10 @@ func isTerminal(w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	// A character device is not a terminal: /dev/null is one too, and
+	// stderr sent there must not draw the progress line or pay for the
+	// estimate behind it.
+	return term.IsTerminal(int(f.Fd()))
 }
 
 // failpoint returns the hook that HIGHWATER_FAILPOINT=name[:n] arms: the
