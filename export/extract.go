@@ -31,7 +31,7 @@ func (r *runner) extract(ctx context.Context) (manifest.Metrics, []manifest.File
 		return w.metrics, nil, err
 	}
 	sc := r.newScanner()
-	sc.PageRows, sc.PageBytes, sc.FirstPageRows = r.opts.PageRows, pageBytes, firstPageRows
+	sc.PageSize = pgsource.PagesOf(r.opts.PageRows)
 	sc.Warn = func(msg string) { r.warnf("%s", msg) }
 	sc.AfterPage = func() { r.opts.Failpoint("after-page") }
 

@@ -36,7 +36,8 @@ const (
 	DefaultRowGroupBytes   = 16 << 20
 	DefaultRowGroupRows    = 1_000_000
 	// DefaultPageRows is the most rows of a keyset page of the table. A
-	// page is also bounded by the wire size of its rows (pageBytes), which
+	// page is also bounded by the wire size of its rows
+	// (pgsource.DefaultPageBytes), which
 	// is what ends the pages of all but the narrowest rows. Each page
 	// boundary leaves the backend idle while the client drains the rows
 	// the socket still holds and sends the next statement: 8-15 ms each on
@@ -51,14 +52,7 @@ const (
 	MinReplicaLookback = watermark.DefaultLookback
 )
 
-// Bounds of the pages read that DefaultPageRows does not set.
 const (
-	// pageBytes is the wire size a page of the table aims at after its
-	// first: about a second of reading, a short statement still.
-	pageBytes = 64 << 20
-	// firstPageRows bounds the first page, read before the rows' width is
-	// known: the fixed page size of earlier versions.
-	firstPageRows = 50_000
 	// deleteLogPageRows bounds a page of the delete log, which the server
 	// sorts a second time, in memory when it fits work_mem.
 	deleteLogPageRows = 50_000

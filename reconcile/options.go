@@ -16,7 +16,10 @@ import (
 const (
 	DefaultMemoryLimit     = 256 << 20
 	DefaultTargetFileBytes = 128 << 20
-	DefaultPageRows        = 50_000
+	// DefaultPageRows is the most rows of a keyset page of the source;
+	// a page also ends at about pgsource.DefaultPageBytes of rows, as the
+	// export's do, so that few page boundaries leave the backend idle.
+	DefaultPageRows = 1_000_000
 	// Samples is how many keys of each kind a result names.
 	Samples = 10
 )

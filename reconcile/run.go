@@ -599,7 +599,7 @@ func (r *runner) differ(c *comparison, kind int, s, l *record) error {
 // spills a record of each row.
 func (r *runner) readSource(ctx context.Context, parts *partitions) error {
 	ks := r.src.NewKeyScanner(r.table, r.selectExprs())
-	ks.PageRows = r.opts.PageRows
+	ks.PageSize = pgsource.PagesOf(r.opts.PageRows)
 	h := newWireHasher(&r.shape, r.mapping)
 	var rec record
 	err := ks.Scan(ctx, pgsource.Window{From: r.window.fromLit, To: r.window.toLit}, func(sr *pgsource.Row) error {

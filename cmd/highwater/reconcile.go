@@ -54,7 +54,7 @@ Exit status 3 means differences were found.`,
 		winEnd   = fs.String("window-end", "", "judge only rows whose modified-at is before this value")
 		memLimit = fs.String("memory-limit", "256MiB", "keep memory under this `size`; the rest spills to local disk")
 		tempDir  = fs.String("temp-dir", "", "`dir`ectory for spill files (default: the system's temp dir)")
-		pageRows = fs.Int("page-rows", reconcile.DefaultPageRows, "rows per keyset page of the source")
+		pageRows = fs.Int("page-rows", reconcile.DefaultPageRows, "the most rows of a keyset page of the source (a page also ends at about 64 MiB of rows)")
 	)
 	var ff fleetFlags
 	fs.StringArrayVar(&ff.tenants, "tenant", nil, "tenant `value`; with --config, the tenants to reconcile (repeat for several)")

@@ -11,9 +11,9 @@ import (
 // statement: no transaction is held open across pages.
 type KeyScanner struct {
 	scan
-	// PageRows is the LIMIT of each page, and the most keys of one keyed
-	// read.
-	PageRows int
+	PageSize
+	// ReadKeys is the most keys of one keyed read.
+	ReadKeys int
 	// Pages counts the statements run.
 	Pages int64
 	// lead is how many columns a page selects before the select
@@ -37,7 +37,7 @@ type Window struct {
 // Row.Cursor gives literals of their types.
 func (s *Source) NewKeyScanner(t *Table, selectExprs []string) *KeyScanner {
 	sc := s.NewScanner(t, selectExprs)
-	ks := &KeyScanner{scan: sc.scan, PageRows: 50_000}
+	ks := &KeyScanner{scan: sc.scan, PageSize: PageSize{PageRows: 50_000, FirstPageRows: 50_000}, ReadKeys: 50_000}
 	// Each column is sent for every row, at a cost to the server of
 	// about one fifth of a narrow row's: the data column stands in for
 	// the modified-at when it can, as in Scanner.
@@ -104,12 +104,14 @@ func (ks *KeyScanner) pageSQL(w Window, after []string, limit int) (string, []an
 func (ks *KeyScanner) Scan(ctx context.Context, w Window, fn func(*Row) error) error {
 	var after []string
 	for {
-		sql, args := ks.pageSQL(w, after, ks.PageRows)
-		n, last, err := ks.query(ctx, sql, args, ks.PageRows, fn)
+		// A page starts after its cursor's key, so one row moves on.
+		limit := ks.limit(1)
+		sql, args := ks.pageSQL(w, after, limit)
+		n, last, err := ks.query(ctx, sql, args, limit, fn)
 		if err != nil {
 			return err
 		}
-		if n < ks.PageRows {
+		if n < limit {
 			return nil
 		}
 		after = last
@@ -121,7 +123,7 @@ func (ks *KeyScanner) Scan(ctx context.Context, w Window, fn func(*Row) error) e
 // row has are skipped; the caller tells them by the rows it gets.
 func (ks *KeyScanner) Read(ctx context.Context, keys [][]string, fn func(*Row) error) error {
 	for len(keys) > 0 {
-		n := min(len(keys), ks.PageRows)
+		n := min(len(keys), ks.ReadKeys)
 		batch := keys[:n]
 		keys = keys[n:]
 		var b sqlBuilder
@@ -169,6 +171,7 @@ func (ks *KeyScanner) query(ctx context.Context, sql string, args []any, limit i
 	for rows.Next() {
 		n++
 		raw := rows.RawValues()
+		ks.count(raw)
 		row.Values, row.keyTexts = raw[ks.lead:ks.lead+ks.ncols], raw[ks.lead+ks.ncols:]
 		row.ModNull = raw[ks.modAt] == nil
 		if !row.ModNull {

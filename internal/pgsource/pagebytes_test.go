@@ -80,3 +80,59 @@ func TestPagesBoundedByBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestKeyPagesBoundedByBytes: a key scan's pages follow the same bounds,
+// with at least one row a page, since a key page starts after its cursor.
+func TestKeyPagesBoundedByBytes(t *testing.T) {
+	src, _ := open(t, `CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, note text)`,
+		`INSERT INTO items SELECT g, '2024-01-01'::timestamptz + (g / 2) * interval '1 s',
+			CASE WHEN g <= 30 THEN repeat('w', 1000) ELSE repeat('n', 10) END FROM generate_series(1, 60) g`)
+	tab, err := src.Discover(t.Context(), pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		pageBytes int64
+		wantMax   int // the most rows of a page after the first, among the wide rows
+	}{
+		{"a few wide rows a page", 5_000, 5},
+		{"below one row", 100, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := src.NewKeyScanner(tab, tab.Quoted())
+			ks.PageRows, ks.FirstPageRows, ks.PageBytes = 100, 4, tc.pageBytes
+			pages := map[int64]int{} // rows of each page, by its number
+			var ids []int64
+			err := ks.Scan(t.Context(), pgsource.Window{}, func(r *pgsource.Row) error {
+				pages[ks.Pages]++
+				ids = append(ids, int64(beUint64(r.Values[0])))
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ids) != 60 {
+				t.Fatalf("%d rows read, want 60", len(ids))
+			}
+			for i, id := range ids {
+				if id != int64(i+1) {
+					t.Fatalf("row %d is id %d, want %d", i, id, i+1)
+				}
+			}
+			if pages[1] != 4 {
+				t.Fatalf("the first page holds %d rows, want 4 (pages %v)", pages[1], pages)
+			}
+			wide := 4
+			for p := int64(2); wide < 30; p++ {
+				if pages[p] > tc.wantMax || pages[p] == 0 {
+					t.Fatalf("page %d of wide rows holds %d rows, want 1 to %d (pages %v)", p, pages[p], tc.wantMax, pages)
+				}
+				wide += pages[p]
+			}
+			if last := pages[ks.Pages-1]; tc.pageBytes > 1000 && last <= tc.wantMax {
+				t.Errorf("the pages of narrow rows did not grow: %v", pages)
+			}
+		})
+	}
+}

@@ -64,18 +64,7 @@ type scan struct {
 // Scanner pages through a table.
 type Scanner struct {
 	scan
-	// PageRows is the LIMIT of each page.
-	PageRows int
-	// PageBytes, when positive, bounds a page by the wire size of its rows
-	// too, so that a page stays a short statement whatever the rows'
-	// width: a page after the first takes the rows that fill about
-	// PageBytes at the mean size of the rows read so far, at least two
-	// (the cursor's and the next) and at most PageRows. The first, read before any row's size is known,
-	// takes at most FirstPageRows.
-	PageBytes     int64
-	FirstPageRows int
-	// rowsRead and bytesRead measure the rows read so far, for PageBytes.
-	rowsRead, bytesRead int64
+	PageSize
 	// Pages counts the statements run.
 	Pages int64
 	// Warn receives notices found while scanning (e.g. a query whose
@@ -162,7 +151,7 @@ func (sc *Scanner) sameAsLast(row *Row) bool {
 // numeric): the cursor must be a literal that the column's type reads back
 // as the same value.
 func (s *Source) NewScanner(t *Table, selectExprs []string) *Scanner {
-	sc := &Scanner{scan: scan{src: s, t: t, exprs: slices.Clone(selectExprs), ncols: len(selectExprs)}, PageRows: 50_000, FirstPageRows: 50_000, modCol: -1}
+	sc := &Scanner{scan: scan{src: s, t: t, exprs: slices.Clone(selectExprs), ncols: len(selectExprs)}, PageSize: PageSize{PageRows: 50_000, FirstPageRows: 50_000}, modCol: -1}
 	if mod := t.Columns[t.modIdx]; selectExprs[t.modIdx] == "t."+quoteIdent(mod.Name) {
 		sc.modCol = t.modIdx
 	}
@@ -422,7 +411,9 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 	fromLast := false
 	for {
 		clientTwins := fromLast && sc.exactTwins
-		limit := sc.pageLimit()
+		// A page starts at its cursor inclusively, so the least that
+		// moves on is two rows: the cursor's and the next.
+		limit := sc.limit(2)
 		sql, args, lay := sc.pageSQL(rng, after, nullPhase, limit, clientTwins)
 		if !sc.explained && !nullPhase && sc.t.Query != "" {
 			sc.explained = true
@@ -444,10 +435,7 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 		for rows.Next() {
 			n++
 			raw := rows.RawValues()
-			sc.rowsRead++
-			for _, v := range raw {
-				sc.bytesRead += int64(len(v))
-			}
+			sc.count(raw)
 			v := lay.values
 			row.Values, row.keyTexts = raw[v:v+sc.ncols], raw[v+sc.ncols:v+sc.ncols+sc.ncopies]
 			if sc.t.SoftDelete != "" {
@@ -516,20 +504,6 @@ func (sc *Scanner) scanPhase(ctx context.Context, rng watermark.Interval, after 
 		}
 		fromLast = true
 	}
-}
-
-// pageLimit is the LIMIT of the next page (see PageBytes).
-func (sc *Scanner) pageLimit() int {
-	// A page starts at its cursor inclusively, so the least that moves on
-	// is two rows: the cursor's and the next.
-	switch {
-	case sc.PageBytes <= 0:
-		return sc.PageRows
-	case sc.rowsRead == 0:
-		return max(2, min(sc.PageRows, sc.FirstPageRows))
-	}
-	mean := max(sc.bytesRead/sc.rowsRead, 1)
-	return int(max(2, min(int64(sc.PageRows), sc.PageBytes/mean)))
 }
 
 // keyDescription names a row by its cursor, for error messages.
