@@ -13,14 +13,7 @@ import (
 // PageRows allows, and a bound below one row's size still moves on: a
 // page starts at its cursor's row, so it takes two.
 func TestPagesBoundedByBytes(t *testing.T) {
-	src, _ := open(t, `CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, note text)`,
-		`CREATE INDEX ON items (updated_at, id)`,
-		`INSERT INTO items SELECT g, '2024-01-01'::timestamptz + (g / 2) * interval '1 s',
-			CASE WHEN g <= 30 THEN repeat('w', 1000) ELSE repeat('n', 10) END FROM generate_series(1, 60) g`)
-	tab, err := src.Discover(t.Context(), pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, tab := pagedItems(t)
 	for _, tc := range []struct {
 		name      string
 		pageBytes int64
@@ -52,14 +45,7 @@ func TestPagesBoundedByBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ids) != 60 {
-				t.Fatalf("%d rows read, want 60", len(ids))
-			}
-			for i, id := range ids {
-				if id != int64(i+1) {
-					t.Fatalf("row %d is id %d, want %d", i, id, i+1)
-				}
-			}
+			inOrderOnce(t, ids)
 			if len(pages) < 2 || pages[0] != 4 {
 				t.Fatalf("pages of %v rows, want a first page of 4 and more", pages)
 			}
@@ -84,13 +70,7 @@ func TestPagesBoundedByBytes(t *testing.T) {
 // TestKeyPagesBoundedByBytes: a key scan's pages follow the same bounds,
 // with at least one row a page, since a key page starts after its cursor.
 func TestKeyPagesBoundedByBytes(t *testing.T) {
-	src, _ := open(t, `CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, note text)`,
-		`INSERT INTO items SELECT g, '2024-01-01'::timestamptz + (g / 2) * interval '1 s',
-			CASE WHEN g <= 30 THEN repeat('w', 1000) ELSE repeat('n', 10) END FROM generate_series(1, 60) g`)
-	tab, err := src.Discover(t.Context(), pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, tab := pagedItems(t)
 	for _, tc := range []struct {
 		name      string
 		pageBytes int64
@@ -112,14 +92,7 @@ func TestKeyPagesBoundedByBytes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ids) != 60 {
-				t.Fatalf("%d rows read, want 60", len(ids))
-			}
-			for i, id := range ids {
-				if id != int64(i+1) {
-					t.Fatalf("row %d is id %d, want %d", i, id, i+1)
-				}
-			}
+			inOrderOnce(t, ids)
 			if pages[1] != 4 {
 				t.Fatalf("the first page holds %d rows, want 4 (pages %v)", pages[1], pages)
 			}
@@ -134,5 +107,34 @@ func TestKeyPagesBoundedByBytes(t *testing.T) {
 				t.Errorf("the pages of narrow rows did not grow: %v", pages)
 			}
 		})
+	}
+}
+
+// pagedItems is a table of 60 rows: ids 1 to 30 of about 1,000 bytes,
+// then 31 to 60 of about 10, in the order of both their key and their
+// modified-at.
+func pagedItems(t *testing.T) (*pgsource.Source, *pgsource.Table) {
+	t.Helper()
+	src, _ := open(t, `CREATE TABLE items (id bigint PRIMARY KEY, updated_at timestamptz NOT NULL, note text)`,
+		`CREATE INDEX ON items (updated_at, id)`,
+		`INSERT INTO items SELECT g, '2024-01-01'::timestamptz + (g / 2) * interval '1 s',
+			CASE WHEN g <= 30 THEN repeat('w', 1000) ELSE repeat('n', 10) END FROM generate_series(1, 60) g`)
+	tab, err := src.Discover(t.Context(), pgsource.Spec{Table: "public.items", PrimaryKey: []string{"id"}, ModifiedAt: "updated_at"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, tab
+}
+
+// inOrderOnce checks that the ids of pagedItems came each once, in order.
+func inOrderOnce(t *testing.T, ids []int64) {
+	t.Helper()
+	if len(ids) != 60 {
+		t.Fatalf("%d rows read, want 60", len(ids))
+	}
+	for i, id := range ids {
+		if id != int64(i+1) {
+			t.Fatalf("row %d is id %d, want %d", i, id, i+1)
+		}
 	}
 }
