@@ -30,8 +30,9 @@ import (
 // most.
 // The Go limit follows them down and never up (the kernel may drop file
 // pages it faults back later), and the judges' budget is a quarter of the
-// Go limit at the time: a partition judged after the pages grew gets a
-// smaller share, and splits again if it no longer fits.
+// Go limit at the time, counting the dropped pages: a partition judged
+// after the pages grew gets a smaller share, and splits again if it no
+// longer fits.
 type memory struct {
 	limit int64
 
@@ -73,7 +74,15 @@ func (m *memory) budget() int64 {
 	return m.share()
 }
 
-func (m *memory) share() int64 { return max(m.goLimit/4, 2<<20) }
+// share counts the pages last dropped as if they had all come back: the
+// buffers sized by it cannot shrink when they do, the Go limit can.
+func (m *memory) share() int64 {
+	g := m.goLimit
+	if m.dropped > 0 {
+		g = min(g, m.limit-m.dropped-headroom)
+	}
+	return max(g/4, 2<<20)
+}
 
 // measure lowers the Go limit to what the limit leaves beside the pages
 // resident outside the runtime now, dropped first when they take much of
