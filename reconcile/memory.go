@@ -19,10 +19,20 @@ import (
 // either too large or, under a tight limit, too small; so they are
 // measured: at the start, every few thousand rows while both sides are
 // read, before each partition is judged and before each repair batch.
+// Most of them are code that ran once, at the start: where they take
+// more than a quarter of the limit, they are dropped (the kernel faults
+// back from its page cache those still in use, about 15 of 38 MiB):
+// kept, they left a reconcile under --memory-limit 64MiB a runtime below
+// the least it works in, held over its own limit, collecting without
+// pause (three times slower) and a few MiB under the limit at best. They
+// are dropped again only when they come to exceed by the headroom what
+// they were at the last drop, so that a run drops them a few times at
+// most.
 // The Go limit follows them down and never up (the kernel may drop file
 // pages it faults back later), and the judges' budget is a quarter of the
-// Go limit at the time: a partition judged after the pages grew gets a
-// smaller share, and splits again if it no longer fits.
+// Go limit at the time, counting the dropped pages: a partition judged
+// after the pages grew gets a smaller share, and splits again if it no
+// longer fits.
 type memory struct {
 	limit int64
 
@@ -33,6 +43,9 @@ type memory struct {
 	// outside is then what was measured outside the runtime.
 	short   bool
 	outside int64
+	// dropped is what the pages outside the runtime were when they were
+	// last dropped, 0 before.
+	dropped int64
 }
 
 const (
@@ -61,20 +74,37 @@ func (m *memory) budget() int64 {
 	return m.share()
 }
 
-func (m *memory) share() int64 { return max(m.goLimit/4, 2<<20) }
+// share counts the pages last dropped as if they had all come back: the
+// buffers sized by it cannot shrink when they do, the Go limit can.
+func (m *memory) share() int64 {
+	g := m.goLimit
+	if m.dropped > 0 {
+		g = min(g, m.limit-m.dropped-headroom)
+	}
+	return max(g/4, 2<<20)
+}
 
 // measure lowers the Go limit to what the limit leaves beside the pages
-// resident outside the runtime now, and returns the judges' budget. When
+// resident outside the runtime now, dropped first when they take much of
+// the limit, and returns the judges' budget. When
 // the process is over the limit although the runtime keeps to its own
 // (freed pages not yet returned to the kernel), it returns them now.
 func (m *memory) measure() (budget int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	res, err := memstat.ReadResident()
+	if err == nil && res.File > m.limit/4 && res.File >= m.dropped+headroom {
+		m.dropped = res.File
+		if _, err := memstat.DropFilePages(); err == nil {
+			if now, err := memstat.ReadResident(); err == nil {
+				res = now
+			}
+		}
+	}
 	outside := int64(unmeasuredReserve)
 	if err == nil {
 		outside = res.File
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	want := m.limit - outside - headroom
 	if want < leastGoLimit {
 		want, m.short, m.outside = leastGoLimit, true, outside
