@@ -17,7 +17,9 @@ import (
 // fault, so that only the pages in use return. A mapping holding private
 // copies of pages (Anonymous in smaps: relocations written before the
 // mapping was made read-only, a debugger's breakpoints) is left alone:
-// dropping would put the file's bytes back in place of the copies.
+// dropping would put the file's bytes back in place of the copies. So is
+// one with pages in swap (Swap in smaps), which are private copies too,
+// only not resident: Anonymous does not count them.
 func DropFilePages() (int64, error) {
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
@@ -28,9 +30,9 @@ func DropFilePages() (int64, error) {
 	// The mapping whose fields are being read, if it is a candidate.
 	var start, end uintptr
 	var candidate bool
-	var rss, anon int64
+	var rss, anon, swap int64
 	drop := func() {
-		if !candidate || rss == 0 || anon != 0 {
+		if !candidate || rss == 0 || anon != 0 || swap != 0 {
 			return
 		}
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED); errno == 0 {
@@ -50,6 +52,8 @@ func DropFilePages() (int64, error) {
 				dst = &rss
 			case "Anonymous":
 				dst = &anon
+			case "Swap":
+				dst = &swap
 			default:
 				continue
 			}
@@ -66,7 +70,7 @@ func DropFilePages() (int64, error) {
 		// A mapping: address range, permissions, offset, device, inode
 		// and, for a file, its name.
 		drop()
-		candidate, rss, anon = false, 0, 0
+		candidate, rss, anon, swap = false, 0, 0, 0
 		lo, hi, ok := bytes.Cut(fields[0], []byte("-"))
 		if !ok || len(fields) < 6 || len(fields[1]) < 2 || fields[1][1] == 'w' || string(fields[4]) == "0" {
 			continue

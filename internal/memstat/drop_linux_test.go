@@ -74,3 +74,65 @@ func TestDropFilePagesKeepsCopies(t *testing.T) {
 		t.Error("a dropped mapping does not read its file back")
 	}
 }
+
+// TestDropFilePagesKeepsSwappedCopies: private copies that the kernel has
+// put in swap are not resident, so smaps counts them under Swap, not
+// Anonymous; dropping their mapping would bring back the file's bytes.
+func TestDropFilePagesKeepsSwappedCopies(t *testing.T) {
+	const size = 64 << 10
+	path := filepath.Join(t.TempDir(), "mapped")
+	file := bytes.Repeat([]byte{'f'}, size)
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	copy(m, bytes.Repeat([]byte{'c'}, size))
+	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	// MADV_PAGEOUT (Linux 5.4) swaps the copies out, where there is swap.
+	if err := unix.Madvise(m, unix.MADV_PAGEOUT); err != nil {
+		t.Skipf("page out: %v", err)
+	}
+	if !swapped(t, path) {
+		t.Skip("no page of the mapping went to swap (no swap on this machine?)")
+	}
+	if _, err := DropFilePages(); err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(m, []byte{'f'}); n != 0 {
+		t.Errorf("a read-only mapping's swapped copies were dropped: %d of %d bytes are the file's again", n, size)
+	}
+}
+
+// swapped reports whether a mapping of path has pages in swap.
+func swapped(t *testing.T, path string) bool {
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		fields := bytes.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if !bytes.HasSuffix(fields[0], []byte(":")) {
+			in = bytes.HasSuffix(line, []byte(path))
+			continue
+		}
+		if in && string(fields[0]) == "Swap:" && len(fields) > 1 && string(fields[1]) != "0" {
+			return true
+		}
+	}
+	return false
+}
