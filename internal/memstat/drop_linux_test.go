@@ -36,30 +36,12 @@ func TestDropFilePages(t *testing.T) {
 // not fall back to the file's bytes.
 func TestDropFilePagesKeepsCopies(t *testing.T) {
 	const size = 64 << 10
-	path := filepath.Join(t.TempDir(), "mapped")
-	file := bytes.Repeat([]byte{'f'}, size)
-	if err := os.WriteFile(path, file, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	copied, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(copied)
+	f, file, copied := writtenPrivately(t, size, size/2)
 	read, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ, unix.MAP_PRIVATE)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(read)
-	copy(copied[:size/2], bytes.Repeat([]byte{'c'}, size/2))
-	if err := unix.Mprotect(copied, unix.PROT_READ); err != nil {
-		t.Fatal(err)
-	}
 	want := slices.Concat(bytes.Repeat([]byte{'c'}, size/2), file[size/2:])
 	if !bytes.Equal(read, file) { // resident before the drop
 		t.Fatal("the read-only mapping does not hold the file")
@@ -80,25 +62,8 @@ func TestDropFilePagesKeepsCopies(t *testing.T) {
 // Anonymous; dropping their mapping would bring back the file's bytes.
 func TestDropFilePagesKeepsSwappedCopies(t *testing.T) {
 	const size = 64 << 10
-	path := filepath.Join(t.TempDir(), "mapped")
-	file := bytes.Repeat([]byte{'f'}, size)
-	if err := os.WriteFile(path, file, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	copy(m, bytes.Repeat([]byte{'c'}, size))
-	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
-		t.Fatal(err)
-	}
+	f, _, m := writtenPrivately(t, size, size)
+	path := f.Name()
 	// MADV_PAGEOUT (Linux 5.4) swaps the copies out, where there is swap.
 	if err := unix.Madvise(m, unix.MADV_PAGEOUT); err != nil {
 		t.Skipf("page out: %v", err)
@@ -135,4 +100,33 @@ func swapped(t *testing.T, path string) bool {
 		}
 	}
 	return false
+}
+
+// writtenPrivately writes a file of size bytes 'f', maps it privately,
+// writes 'c' over its first written bytes and makes the mapping
+// read-only, as the dynamic loader does with the relocations of a
+// position-independent binary. It returns the open file, its bytes and
+// the mapping, all released when the test ends.
+func writtenPrivately(t *testing.T, size, written int) (*os.File, []byte, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mapped")
+	file := bytes.Repeat([]byte{'f'}, size)
+	if err := os.WriteFile(path, file, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	m, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.Munmap(m) })
+	copy(m[:written], bytes.Repeat([]byte{'c'}, written))
+	if err := unix.Mprotect(m, unix.PROT_READ); err != nil {
+		t.Fatal(err)
+	}
+	return f, file, m
 }
